@@ -10646,6 +10646,206 @@ var init_http$1 = __esmMin((() => {
 	NOT_TLS = "ERR_SSL_WRONG_VERSION_NUMBER";
 	KEY_ROOM = 256;
 }));
+// dist/core/read-input.js
+/**
+* Reading small text inputs (a session, an API key, a description, a receipt) from a
+* file or standard input with a size bound, so that a wrong argument such as
+* /dev/zero or a huge file fails at once instead of filling memory.
+*/
+/**
+* The JSON text (a receipt) of `source` ('-' for standard input, else a
+* regular file), at most `limit` bytes, as decodeJsonText reads it: a byte
+* that is not UTF-8 read as U+FFFD (a receipt's hex fields decide, and
+* verify-receipt.py reads it the same way; text that is sent or registered
+* goes through decodeUtf8). Throws UsageError naming `what` when it cannot
+* be read or is larger. `flag`: the option that reads standard input with no
+* '-' typed (`login --api-key-stdin`), which the messages name instead.
+*/
+async function readJsonInput(source, stdin, limit, what, flag) {
+	return decodeJsonText(await readBytesInput(source, stdin, limit, what, 0, flag));
+}
+/**
+* The bytes of `source`, as `readJsonInput` reads them, for a caller that
+* decodes them itself; `slack` more than `limit` are read, for what the
+* caller drops before it checks `limit` itself (a final line break).
+* `flag`: as for readJsonInput.
+*/
+async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
+	let bytes;
+	if (source === "-") checkStandardInput(stdin, what, true, flag);
+	try {
+		if (source === "-") bytes = await readBoundedBytes(stdin, limit + slack);
+		else {
+			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
+			bytes = await readBoundedBytes(createReadStream(source), limit + slack);
+		}
+	} catch (error) {
+		const reason = error.code === "ENOENT" ? "no such file" : error.message;
+		throw new UsageError(`cannot read ${what} ${sourceWords(source, flag)}: ${reason}`, { cause: error });
+	}
+	if (bytes === void 0) throw tooLarge(source, limit, what, flag);
+	return bytes;
+}
+/**
+* The encoding other than UTF-8 that `bytes` are in, as iconv names it:
+* told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
+* the mark), or without one as RFC 4627 (section 3) tells JSON's, by the
+* zero bytes of its first characters when they are printable ASCII
+* (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
+* iconv would otherwise guess, and a wrong guess is other text, valid
+* UTF-8). Four of them are looked at, no fewer: 00 4E is "N" in UTF-16BE
+* and U+4E00 in UTF-16LE (r84), 00 C8 00 AC is "È¬" or "저가" (r86), and
+* 00 4E 00 52 "NR" or "一刀" (r87); four CJK characters each a multiple of
+* 256 are no text anyone writes. Undefined when none is told: such text
+* saved without a mark may pass for UTF-8, or be refused as not UTF-8. A
+* zero byte there is never UTF-8 text anyone meant (U+0000). UTF-32's
+* patterns are looked for first: they begin as UTF-16's.
+*/
+function otherEncoding(bytes) {
+	const at = (...expected) => expected.every((byte, i) => bytes[i] === byte);
+	if (at(255, 254, 0, 0) || at(0, 0, 254, 255)) return "UTF-32";
+	if (at(255, 254) || at(254, 255)) return "UTF-16";
+	if (unitsAre(bytes, 4, 0)) return "UTF-32LE";
+	if (unitsAre(bytes, 4, 3)) return "UTF-32BE";
+	if (unitsAre(bytes, 2, 0)) return "UTF-16LE";
+	if (unitsAre(bytes, 2, 1)) return "UTF-16BE";
+}
+/**
+* Whether the first four code units of `size` bytes each hold a printable
+* ASCII character at byte `at` and zeros elsewhere. A shorter text is not
+* told: 00 4E 00 52 is "NR" in UTF-16BE and "一刀" in UTF-16LE (r87).
+*/
+function unitsAre(bytes, size, at) {
+	const units = 4;
+	if (bytes.length < units * size) return false;
+	for (let unit = 0; unit < units; unit++) for (let i = 0; i < size; i++) {
+		const byte = bytes[unit * size + i];
+		if (i === at ? !isPrintableAscii(byte) : byte !== 0) return false;
+	}
+	return true;
+}
+/** Tab, LF, CR, or a printable ASCII character. */
+function isPrintableAscii(byte) {
+	return byte === 9 || byte === 10 || byte === 13 || byte >= 32 && byte < 127;
+}
+/**
+* `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,
+* not turned into U+FFFD (what would be sent or registered would not be what
+* was written), and a file saved as UTF-16 or UTF-32 (PowerShell 5's `>`,
+* Notepad's "Unicode") is said to be so, instead of being taken for text
+* that is not UTF-8, not JSON, or a key the service refuses. A UTF-8 byte
+* order mark (an editor's) is not part of `text`; `marked` says there was
+* one. Throws UsageError "<subject> is UTF-16, not UTF-8" or "<subject> is
+* not valid UTF-8", with `hint(encoding)` (undefined: not UTF-8 nor any
+* other encoding told).
+*/
+function decodeUtf8(bytes, subject, hint = convertHint) {
+	const other = otherEncoding(bytes);
+	if (other !== void 0) throw new UsageError(`${subject} is ${other}, not UTF-8`, { hint: hint(other) });
+	let text;
+	try {
+		text = new TextDecoder("utf-8", {
+			fatal: true,
+			ignoreBOM: true
+		}).decode(bytes);
+	} catch (error) {
+		if (bytes.subarray(0, 64).includes(0)) throw new UsageError(`${subject} is not valid UTF-8: it holds zero bytes, as UTF-16 or UTF-32 text does`, {
+			hint: "save it as UTF-8 (in PowerShell Out-File -Encoding utf8), or iconv -f <its encoding: UTF-16LE, UTF-16BE...> -t UTF-8",
+			cause: error
+		});
+		throw new UsageError(`${subject} is not valid UTF-8`, {
+			hint: hint(void 0),
+			cause: error
+		});
+	}
+	const unmarked = withoutByteOrderMark(text);
+	return {
+		text: unmarked,
+		marked: unmarked !== text
+	};
+}
+/**
+* JSON text (a receipt) as read, in UTF-8 or in the UTF-16 or UTF-32 that
+* otherEncoding tells (PowerShell 5's `notarize receipt <hash> > file`
+* writes UTF-16LE with a mark). RFC 8259 (section 8.1) asks UTF-8 of JSON
+* exchanged, but a receipt saved in another Unicode encoding is the same
+* evidence: refused, it was `invalid` to verify and "not a receipt of" its
+* document to register, whose way out (--force) paid again (r92). A mark of
+* UTF-16 or UTF-32 is dropped; UTF-8 is decoded as before (its mark kept
+* for readReceipt, a byte not UTF-8 as U+FFFD), as are units that are not
+* Unicode.
+*/
+function decodeJsonText(bytes) {
+	const encoding = otherEncoding(bytes);
+	if (encoding === void 0) return bytes.toString("utf8");
+	const marked = encoding === "UTF-16" || encoding === "UTF-32";
+	const size = encoding.startsWith("UTF-32") ? 4 : 2;
+	const little = marked ? bytes[0] === 255 : encoding.endsWith("LE");
+	const units = bytes.subarray(marked ? size : 0);
+	if (size === 2) {
+		const even = Buffer.from(units.subarray(0, units.length - units.length % 2));
+		if (!little) even.swap16();
+		return new TextDecoder("utf-16le").decode(even) + (units.length % 2 === 1 ? "�" : "");
+	}
+	let text = "";
+	for (let at = 0; at + 4 <= units.length; at += 4) {
+		const point = little ? units.readUInt32LE(at) : units.readUInt32BE(at);
+		text += point > 1114111 || point >= 55296 && point <= 57343 ? "�" : String.fromCodePoint(point);
+	}
+	return units.length % 4 === 0 ? text : `${text}\uFFFD`;
+}
+/** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */
+function convertHint(encoding) {
+	if (encoding === void 0) return "convert it to UTF-8, e.g. iconv -f LATIN1 -t UTF-8";
+	return `save it as UTF-8: iconv -f ${encoding} -t UTF-8, or in PowerShell Out-File -Encoding utf8`;
+}
+/** The error for `what` from `source` over `limit` bytes; `flag` as for readJsonInput. */
+function tooLarge(source, limit, what, flag) {
+	return new UsageError(`${what} ${sourceWords(source, flag)} is larger than ${limit} bytes`, { hint: flag === void 0 ? `check that '${source}' holds ${what}` : `check that what goes to ${flag} is ${what}` });
+}
+/** "from '<source>'", or "with <flag>" when the user typed a flag, not '-'. */
+function sourceWords(source, flag) {
+	return flag === void 0 ? `from '${source}'` : `with ${flag}`;
+}
+/**
+* Throws when the process's standard input, as `-`, is a directory (`< .`):
+* Node reads one as empty, so the digest of zero bytes (registered and paid
+* for), or an empty description, would be taken for what was meant
+* (`sha256sum - < .` fails the same way). With `refuseNull`, /dev/null too,
+* which is also what a closed standard input becomes (Node opens it in its
+* place at start): a cron job, `ssh -n` or a CI step with no input attached,
+* or a pipe left out, registered the empty document (`register /dev/null`
+* was refused all along). `hash -` and `verify -` read it, as sha256sum
+* does (register also refuses a pipe that gives no byte: core/hash.ts). A document's
+* read fails alone (InputFileError); the read of `what` (a description, a
+* list: never meant empty) stops the run (UsageError), both exit 2. Any
+* other stream (a test's) is taken as it is.
+*/
+function checkStandardInput(stdin, what, refuseNull = what !== void 0, flag) {
+	if (stdin !== process.stdin) return;
+	let reason;
+	try {
+		const input = fstatSync(0);
+		if (input.isDirectory()) reason = "a directory";
+		else if (refuseNull && input.isCharacterDevice() && input.rdev === statSync("/dev/null").rdev) reason = "/dev/null (or closed)";
+	} catch {
+		return;
+	}
+	if (reason === void 0) return;
+	if (flag !== void 0) throw new UsageError(`cannot read ${what} with ${flag}: standard input is ${reason}`, { hint: `pipe it in, or redirect a file to it (\`< file\`)` });
+	const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
+	if (what !== void 0) throw new UsageError(`cannot read ${what} from '-': standard input is ${reason}`, { hint });
+	throw new InputFileError("-", `standard input is ${reason}`, {
+		code: reason === "a directory" ? "is_directory" : "no_input",
+		message: `standard input ('-') is ${reason}`,
+		hint
+	});
+}
+var init_read_input = __esmMin((() => {
+	init_errors$2();
+	init_exact_json();
+	init_read_bounded();
+}));
 // dist/api/pages.js
 /** The path of the public verification page of `hash`, for a client that adds its own base URL. */
 function verificationPath(hash) {
@@ -11523,176 +11723,6 @@ var init_files = __esmMin((() => {
 		"EPERM"
 	]);
 }));
-// dist/core/read-input.js
-/**
-* Reading small text inputs (a session, an API key, a description, a receipt) from a
-* file or standard input with a size bound, so that a wrong argument such as
-* /dev/zero or a huge file fails at once instead of filling memory.
-*/
-/**
-* The text of `source` ('-' for standard input, else a regular file), at most
-* `limit` bytes, a byte that is not UTF-8 read as U+FFFD (for a receipt, whose
-* hex fields decide and which verify-receipt.py reads the same way; text that
-* is sent or registered goes through decodeUtf8). Throws UsageError naming
-* `what` when it cannot be read or is larger. `flag`: the option that reads
-* standard input with no '-' typed (`login --api-key-stdin`), which the
-* messages name instead.
-*/
-async function readTextInput(source, stdin, limit, what, flag) {
-	return (await readBytesInput(source, stdin, limit, what, 0, flag)).toString("utf8");
-}
-/**
-* The bytes of `source`, as `readTextInput` reads them, for a caller that
-* decodes them itself; `slack` more than `limit` are read, for what the
-* caller drops before it checks `limit` itself (a final line break).
-* `flag`: as for readTextInput.
-*/
-async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
-	let bytes;
-	if (source === "-") checkStandardInput(stdin, what, true, flag);
-	try {
-		if (source === "-") bytes = await readBoundedBytes(stdin, limit + slack);
-		else {
-			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
-			bytes = await readBoundedBytes(createReadStream(source), limit + slack);
-		}
-	} catch (error) {
-		const reason = error.code === "ENOENT" ? "no such file" : error.message;
-		throw new UsageError(`cannot read ${what} ${sourceWords(source, flag)}: ${reason}`, { cause: error });
-	}
-	if (bytes === void 0) throw tooLarge(source, limit, what, flag);
-	return bytes;
-}
-/**
-* The encoding other than UTF-8 that `bytes` are in, as iconv names it:
-* told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
-* the mark), or without one as RFC 4627 (section 3) tells JSON's, by the
-* zero bytes of its first characters when they are printable ASCII
-* (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
-* iconv would otherwise guess, and a wrong guess is other text, valid
-* UTF-8). Four of them are looked at, no fewer: 00 4E is "N" in UTF-16BE
-* and U+4E00 in UTF-16LE (r84), 00 C8 00 AC is "È¬" or "저가" (r86), and
-* 00 4E 00 52 "NR" or "一刀" (r87); four CJK characters each a multiple of
-* 256 are no text anyone writes. Undefined when none is told: such text
-* saved without a mark may pass for UTF-8, or be refused as not UTF-8. A
-* zero byte there is never UTF-8 text anyone meant (U+0000). UTF-32's
-* patterns are looked for first: they begin as UTF-16's.
-*/
-function otherEncoding(bytes) {
-	const at = (...expected) => expected.every((byte, i) => bytes[i] === byte);
-	if (at(255, 254, 0, 0) || at(0, 0, 254, 255)) return "UTF-32";
-	if (at(255, 254) || at(254, 255)) return "UTF-16";
-	if (unitsAre(bytes, 4, 0)) return "UTF-32LE";
-	if (unitsAre(bytes, 4, 3)) return "UTF-32BE";
-	if (unitsAre(bytes, 2, 0)) return "UTF-16LE";
-	if (unitsAre(bytes, 2, 1)) return "UTF-16BE";
-}
-/**
-* Whether the first four code units of `size` bytes each hold a printable
-* ASCII character at byte `at` and zeros elsewhere. A shorter text is not
-* told: 00 4E 00 52 is "NR" in UTF-16BE and "一刀" in UTF-16LE (r87).
-*/
-function unitsAre(bytes, size, at) {
-	const units = 4;
-	if (bytes.length < units * size) return false;
-	for (let unit = 0; unit < units; unit++) for (let i = 0; i < size; i++) {
-		const byte = bytes[unit * size + i];
-		if (i === at ? !isPrintableAscii(byte) : byte !== 0) return false;
-	}
-	return true;
-}
-/** Tab, LF, CR, or a printable ASCII character. */
-function isPrintableAscii(byte) {
-	return byte === 9 || byte === 10 || byte === 13 || byte >= 32 && byte < 127;
-}
-/**
-* `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,
-* not turned into U+FFFD (what would be sent or registered would not be what
-* was written), and a file saved as UTF-16 or UTF-32 (PowerShell 5's `>`,
-* Notepad's "Unicode") is said to be so, instead of being taken for text
-* that is not UTF-8, not JSON, or a key the service refuses. A UTF-8 byte
-* order mark (an editor's) is not part of `text`; `marked` says there was
-* one. Throws UsageError "<subject> is UTF-16, not UTF-8" or "<subject> is
-* not valid UTF-8", with `hint(encoding)` (undefined: not UTF-8 nor any
-* other encoding told).
-*/
-function decodeUtf8(bytes, subject, hint = convertHint) {
-	const other = otherEncoding(bytes);
-	if (other !== void 0) throw new UsageError(`${subject} is ${other}, not UTF-8`, { hint: hint(other) });
-	let text;
-	try {
-		text = new TextDecoder("utf-8", {
-			fatal: true,
-			ignoreBOM: true
-		}).decode(bytes);
-	} catch (error) {
-		if (bytes.subarray(0, 64).includes(0)) throw new UsageError(`${subject} is not valid UTF-8: it holds zero bytes, as UTF-16 or UTF-32 text does`, {
-			hint: "save it as UTF-8 (in PowerShell Out-File -Encoding utf8), or iconv -f <its encoding: UTF-16LE, UTF-16BE...> -t UTF-8",
-			cause: error
-		});
-		throw new UsageError(`${subject} is not valid UTF-8`, {
-			hint: hint(void 0),
-			cause: error
-		});
-	}
-	const unmarked = withoutByteOrderMark(text);
-	return {
-		text: unmarked,
-		marked: unmarked !== text
-	};
-}
-/** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */
-function convertHint(encoding) {
-	if (encoding === void 0) return "convert it to UTF-8, e.g. iconv -f LATIN1 -t UTF-8";
-	return `save it as UTF-8: iconv -f ${encoding} -t UTF-8, or in PowerShell Out-File -Encoding utf8`;
-}
-/** The error for `what` from `source` over `limit` bytes; `flag` as for readTextInput. */
-function tooLarge(source, limit, what, flag) {
-	return new UsageError(`${what} ${sourceWords(source, flag)} is larger than ${limit} bytes`, { hint: flag === void 0 ? `check that '${source}' holds ${what}` : `check that what goes to ${flag} is ${what}` });
-}
-/** "from '<source>'", or "with <flag>" when the user typed a flag, not '-'. */
-function sourceWords(source, flag) {
-	return flag === void 0 ? `from '${source}'` : `with ${flag}`;
-}
-/**
-* Throws when the process's standard input, as `-`, is a directory (`< .`):
-* Node reads one as empty, so the digest of zero bytes (registered and paid
-* for), or an empty description, would be taken for what was meant
-* (`sha256sum - < .` fails the same way). With `refuseNull`, /dev/null too,
-* which is also what a closed standard input becomes (Node opens it in its
-* place at start): a cron job, `ssh -n` or a CI step with no input attached,
-* or a pipe left out, registered the empty document (`register /dev/null`
-* was refused all along). `hash -` and `verify -` read it, as sha256sum
-* does (register also refuses a pipe that gives no byte: core/hash.ts). A document's
-* read fails alone (InputFileError); the read of `what` (a description, a
-* list: never meant empty) stops the run (UsageError), both exit 2. Any
-* other stream (a test's) is taken as it is.
-*/
-function checkStandardInput(stdin, what, refuseNull = what !== void 0, flag) {
-	if (stdin !== process.stdin) return;
-	let reason;
-	try {
-		const input = fstatSync(0);
-		if (input.isDirectory()) reason = "a directory";
-		else if (refuseNull && input.isCharacterDevice() && input.rdev === statSync("/dev/null").rdev) reason = "/dev/null (or closed)";
-	} catch {
-		return;
-	}
-	if (reason === void 0) return;
-	if (flag !== void 0) throw new UsageError(`cannot read ${what} with ${flag}: standard input is ${reason}`, { hint: `pipe it in, or redirect a file to it (\`< file\`)` });
-	const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
-	if (what !== void 0) throw new UsageError(`cannot read ${what} from '-': standard input is ${reason}`, { hint });
-	throw new InputFileError("-", `standard input is ${reason}`, {
-		code: reason === "a directory" ? "is_directory" : "no_input",
-		message: `standard input ('-') is ${reason}`,
-		hint
-	});
-}
-var init_read_input = __esmMin((() => {
-	init_errors$2();
-	init_exact_json();
-	init_read_bounded();
-}));
 // dist/core/hash.js
 /**
 * SHA-256 of local documents. The file never leaves the machine: only the
@@ -12221,7 +12251,7 @@ function readNoFollow(path) {
 	return readOr(async () => {
 		const handle = await open$1(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
 		try {
-			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
+			return (await handle.stat()).isFile() ? decodeJsonText(await handle.readFile()) : void 0;
 		} finally {
 			await handle.close();
 		}
@@ -12508,6 +12538,7 @@ var init_receipts = __esmMin((() => {
 	init_path_spelling();
 	init_files();
 	init_hash$1();
+	init_read_input();
 	init_receipt_format();
 	RECEIPT_SUFFIX = ".notarization.json";
 	WRITE_PROBE_PREFIX = ".notarize-probe-";
@@ -12675,7 +12706,7 @@ function readReceiptText(path) {
 		code: "receipt_unreadable",
 		hint: "a receipt is a small JSON file: check that this file is one"
 	});
-	return bytes.toString("utf8");
+	return decodeJsonText(bytes);
 }
 /**
 * The bytes of the open file `fd` to its end, or undefined past `limit`
@@ -12820,6 +12851,7 @@ var init_evidence = __esmMin((() => {
 	init_http$1();
 	init_errors$2();
 	init_fd_shortage();
+	init_read_input();
 	init_receipt_format();
 	init_receipts();
 	MAX_RECEIPT_BYTES = MAX_ANSWER_BYTES + 65536;
@@ -25292,7 +25324,7 @@ async function receiptSources(options, expansion, outputs) {
 	if (options.receipt !== void 0) {
 		if (!expansion.single) throw new UsageError("--receipt checks one document: name exactly one", { hint: "for several documents use --receipt-dir, or keep each receipt beside its document" });
 		if (options.receipt === "-" && expansion.stdinNamed) throw new UsageError("standard input cannot be both the document and its receipt", { hint: "name the receipt file, or give the document as a file" });
-		const text = await readTextInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, "the receipt");
+		const text = await readJsonInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, "the receipt");
 		return {
 			documents: expansion.items,
 			sources: { receipt: {

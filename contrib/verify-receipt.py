@@ -25,6 +25,10 @@ def sha256_of(path):  # "-": standard input, as notarize verify reads it (a pipe
     with (os.fdopen(os.dup(0), "rb") if path == "-" else open_regular(path)) as document:
         for block in iter(lambda: document.read(1 << 20), b""): digest.update(block)
     return digest.hexdigest()
+def decoded(b):  # notarize's decodeJsonText: UTF-8 (an editor's mark dropped, RFC 8259 8.1), or UTF-16/32 told by a mark or (RFC 4627) four ASCII characters
+    units = lambda size, at: len(b) >= 4 * size and all((b[u * size + i] in (9, 10, 13) or 32 <= b[u * size + i] < 127) if i == at else b[u * size + i] == 0 for u in range(4) for i in range(size))
+    codec = "utf-32" if b[:4] in (b"\xff\xfe\0\0", b"\0\0\xfe\xff") else "utf-16" if b[:2] in (b"\xff\xfe", b"\xfe\xff") else next((c for size, at, c in ((4, 0, "utf-32-le"), (4, 3, "utf-32-be"), (2, 0, "utf-16-le"), (2, 1, "utf-16-be")) if units(size, at)), None)
+    return b.decode(codec, "replace") if codec else b.decode("utf-8", "replace")[b.startswith(b"\xef\xbb\xbf"):]  # a mark of UTF-16/32 dropped by its codec
 def need(ok, why="the receipt is malformed"):
     if not ok: raise ValueError(why)
 # zod's z.object: an object with all these members, others allowed; z.int(): an integral number from `least` to 2^53-1.
@@ -39,8 +43,7 @@ def depth(text):  # how deep arrays and objects nest in JSON text, strings passe
         level += 1 if bracket in "[{" else -1; deepest = max(deepest, level)
     return deepest
 def fold(fn, size, node, path):  # RFC 9162 section 2.1.3.2: the root a proof of leaf fn leads to, or None
-    sn = size - 1
-    if fn > sn: return None
+    if fn > (sn := size - 1): return None
     for sibling in path:
         if sn == 0: return None
         if fn % 2 == 1 or fn == sn:
@@ -81,7 +84,6 @@ def read_receipt(text):  # (digest, verificationUrl or None) of a consistent rec
     url = (base_url[:-1] if base_url.endswith("/") else base_url) + "/verification/" + registered  # one "/" off, as notarize does
     need(given_url == url, "the receipt's verificationUrl is not %s" % url)
     return sha256, given_url
-
 def main(argv):
     refuse = lambda why: print(shown(why), file=sys.stderr) or 2  # exit 2: nothing was judged
     if len(argv) != 3: return refuse("usage: verify-receipt.py <document|-> <receipt>")
@@ -90,10 +92,8 @@ def main(argv):
         with open_regular(argv[2]) as receipt_file: text = receipt_file.read(MAX_BYTES + 1)
     except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename or where, error.strerror))
     if len(text) > MAX_BYTES: return refuse("verify-receipt: the receipt from '%s' is larger than %d bytes" % (argv[2], MAX_BYTES))
-    try:
-        sha256, url = read_receipt(text.decode("utf-8", "replace")[text.startswith(b"\xef\xbb\xbf"):])  # an editor's byte order mark dropped (RFC 8259 8.1)
+    try: sha256, url = read_receipt(decoded(text))
     except ValueError as why: return print("invalid: %s" % shown(why)) or 6
     if sha256 != digest: return print("modified: %s has digest %s; its receipt is of %s" % (shown(argv[1]), digest, sha256)) or 6
-    print("verified: %s matches its receipt" % shown(argv[1]) + ("; the receipt's record can be confirmed at " + shown(url) if url else ""))
-    return 0
+    return print("verified: %s matches its receipt" % shown(argv[1]) + ("; the receipt's record can be confirmed at " + shown(url) if url else "")) or 0
 if __name__ == "__main__": sys.exit(main(sys.argv))

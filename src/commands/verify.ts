@@ -15,7 +15,7 @@ import { fileErrorReason, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
-import { readTextInput } from '../core/read-input.js';
+import { readJsonInput } from '../core/read-input.js';
 import { PARENT_AFTER_NAME, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
 import { insideDir, parentAfterName } from '../path-spelling.js';
 import { InputFileError, NotarizeError, NotNotarizedError, UsageError } from '../errors.js';
@@ -330,7 +330,7 @@ async function receiptSources(
         hint: 'name the receipt file, or give the document as a file',
       });
     }
-    const text = await readTextInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, 'the receipt');
+    const text = await readJsonInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, 'the receipt');
     return { documents: expansion.items, sources: { receipt: { path: options.receipt, text } } };
   }
   if (options.receiptDir !== undefined) checkReceiptDir(options.receiptDir);

@@ -27,6 +27,7 @@ import { UsageError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
+import { decodeJsonText } from './read-input.js';
 import { readReceipt, type InclusionProof } from './receipt-format.js';
 import { RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
 
@@ -116,7 +117,7 @@ function readReceiptText(path: string): string | undefined {
       hint: 'a receipt is a small JSON file: check that this file is one',
     });
   }
-  return bytes.toString('utf8');
+  return decodeJsonText(bytes);
 }
 
 /**

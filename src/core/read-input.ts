@@ -11,29 +11,29 @@ import { withoutByteOrderMark } from '../exact-json.js';
 import { readBoundedBytes } from '../read-bounded.js';
 
 /**
- * The text of `source` ('-' for standard input, else a regular file), at most
- * `limit` bytes, a byte that is not UTF-8 read as U+FFFD (for a receipt, whose
- * hex fields decide and which verify-receipt.py reads the same way; text that
- * is sent or registered goes through decodeUtf8). Throws UsageError naming
- * `what` when it cannot be read or is larger. `flag`: the option that reads
- * standard input with no '-' typed (`login --api-key-stdin`), which the
- * messages name instead.
+ * The JSON text (a receipt) of `source` ('-' for standard input, else a
+ * regular file), at most `limit` bytes, as decodeJsonText reads it: a byte
+ * that is not UTF-8 read as U+FFFD (a receipt's hex fields decide, and
+ * verify-receipt.py reads it the same way; text that is sent or registered
+ * goes through decodeUtf8). Throws UsageError naming `what` when it cannot
+ * be read or is larger. `flag`: the option that reads standard input with no
+ * '-' typed (`login --api-key-stdin`), which the messages name instead.
  */
-export async function readTextInput(
+export async function readJsonInput(
   source: string,
   stdin: Readable,
   limit: number,
   what: string,
   flag?: string,
 ): Promise<string> {
-  return (await readBytesInput(source, stdin, limit, what, 0, flag)).toString('utf8');
+  return decodeJsonText(await readBytesInput(source, stdin, limit, what, 0, flag));
 }
 
 /**
- * The bytes of `source`, as `readTextInput` reads them, for a caller that
+ * The bytes of `source`, as `readJsonInput` reads them, for a caller that
  * decodes them itself; `slack` more than `limit` are read, for what the
  * caller drops before it checks `limit` itself (a final line break).
- * `flag`: as for readTextInput.
+ * `flag`: as for readJsonInput.
  */
 export async function readBytesInput(
   source: string,
@@ -144,13 +144,45 @@ export function decodeUtf8(
   return { text: unmarked, marked: unmarked !== text };
 }
 
+/**
+ * JSON text (a receipt) as read, in UTF-8 or in the UTF-16 or UTF-32 that
+ * otherEncoding tells (PowerShell 5's `notarize receipt <hash> > file`
+ * writes UTF-16LE with a mark). RFC 8259 (section 8.1) asks UTF-8 of JSON
+ * exchanged, but a receipt saved in another Unicode encoding is the same
+ * evidence: refused, it was `invalid` to verify and "not a receipt of" its
+ * document to register, whose way out (--force) paid again (r92). A mark of
+ * UTF-16 or UTF-32 is dropped; UTF-8 is decoded as before (its mark kept
+ * for readReceipt, a byte not UTF-8 as U+FFFD), as are units that are not
+ * Unicode.
+ */
+export function decodeJsonText(bytes: Buffer): string {
+  const encoding = otherEncoding(bytes);
+  if (encoding === undefined) return bytes.toString('utf8');
+  const marked = encoding === 'UTF-16' || encoding === 'UTF-32';
+  const size = encoding.startsWith('UTF-32') ? 4 : 2;
+  // A mark says the order: FF FE (00 00) is little-endian; otherwise the name does.
+  const little = marked ? bytes[0] === 0xff : encoding.endsWith('LE');
+  const units = bytes.subarray(marked ? size : 0);
+  if (size === 2) {
+    const even = Buffer.from(units.subarray(0, units.length - (units.length % 2)));
+    if (!little) even.swap16();
+    return new TextDecoder('utf-16le').decode(even) + (units.length % 2 === 1 ? '\uFFFD' : '');
+  }
+  let text = '';
+  for (let at = 0; at + 4 <= units.length; at += 4) {
+    const point = little ? units.readUInt32LE(at) : units.readUInt32BE(at);
+    text += point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff) ? '\uFFFD' : String.fromCodePoint(point);
+  }
+  return units.length % 4 === 0 ? text : `${text}\uFFFD`;
+}
+
 /** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */
 export function convertHint(encoding: string | undefined): string {
   if (encoding === undefined) return 'convert it to UTF-8, e.g. iconv -f LATIN1 -t UTF-8';
   return `save it as UTF-8: iconv -f ${encoding} -t UTF-8, or in PowerShell Out-File -Encoding utf8`;
 }
 
-/** The error for `what` from `source` over `limit` bytes; `flag` as for readTextInput. */
+/** The error for `what` from `source` over `limit` bytes; `flag` as for readJsonInput. */
 export function tooLarge(source: string, limit: number, what: string, flag?: string): UsageError {
   return new UsageError(`${what} ${sourceWords(source, flag)} is larger than ${limit} bytes`, {
     hint: flag === undefined ? `check that '${source}' holds ${what}` : `check that what goes to ${flag} is ${what}`,

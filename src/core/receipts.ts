@@ -39,6 +39,7 @@ import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
 import { DirFlushes, myUid, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
+import { decodeJsonText } from './read-input.js';
 import { isCompletedRecord, readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
@@ -223,7 +224,7 @@ function readNoFollow(path: string): Promise<string | undefined> {
     async () => {
       const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
       try {
-        return (await handle.stat()).isFile() ? await handle.readFile('utf8') : undefined;
+        return (await handle.stat()).isFile() ? decodeJsonText(await handle.readFile()) : undefined;
       } finally {
         await handle.close();
       }

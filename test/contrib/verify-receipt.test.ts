@@ -288,6 +288,32 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       'verified',
     ],
     ['a byte order mark inside it, before a key', (_, r) => rewrite(r, /^\{/, '{\uFEFF'), 'invalid'],
+    // PowerShell 5's `notarize receipt <hash> > file`: the same evidence, not a tampered receipt (r92).
+    [
+      'saved as UTF-16LE with its mark',
+      (_, r) => writeFileSync(r, Buffer.from(`\uFEFF${readFileSync(r, 'utf8')}`, 'utf16le')),
+      'verified',
+    ],
+    [
+      'saved as UTF-16BE without a mark',
+      (_, r) => writeFileSync(r, Buffer.from(readFileSync(r, 'utf8'), 'utf16le').swap16()),
+      'verified',
+    ],
+    [
+      'saved as UTF-32BE with its mark',
+      (_, r) => {
+        const points = [...`\uFEFF${readFileSync(r, 'utf8')}`].map((c) => c.codePointAt(0)!);
+        const bytes = Buffer.alloc(points.length * 4);
+        points.forEach((p, i) => bytes.writeUInt32BE(p, i * 4));
+        writeFileSync(r, bytes);
+      },
+      'verified',
+    ],
+    [
+      'saved as UTF-16LE, a byte cut off its end',
+      (_, r) => writeFileSync(r, Buffer.from(`\uFEFF${readFileSync(r, 'utf8')}`, 'utf16le').subarray(0, -1)),
+      'invalid',
+    ],
     [
       'the same key in two different objects',
       (_, r) => rewrite(r, /"record": \{/, '"record": {"note": {"hash": 1, "x": [{"hash": 2}, {"hash": 3}]},'),

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { decodeUtf8, readBytesInput, readTextInput } from '../../src/core/read-input.js';
+import { decodeJsonText, decodeUtf8, readBytesInput, readJsonInput } from '../../src/core/read-input.js';
 import { UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 import { rejectionOf } from '../helpers/catch.js';
@@ -24,45 +24,86 @@ const hasIconv = (() => {
 })();
 const noStdin = Readable.from([]);
 
-describe('readTextInput', () => {
+describe('readJsonInput', () => {
   it('reads a file exactly, up to and including the limit', async () => {
     const file = join(tempDir(), 'session.json');
     writeFileSync(file, '{"a": 1}\n');
-    expect(await readTextInput(file, noStdin, 9, 'the session')).toBe('{"a": 1}\n');
+    expect(await readJsonInput(file, noStdin, 9, 'the session')).toBe('{"a": 1}\n');
   });
 
   it('refuses a file one byte over the limit, naming what it should hold', async () => {
     const file = join(tempDir(), 'big.json');
     writeFileSync(file, 'x'.repeat(10));
-    const error = await rejectionOf(readTextInput(file, noStdin, 9, 'the session'), UsageError);
+    const error = await rejectionOf(readJsonInput(file, noStdin, 9, 'the session'), UsageError);
     expect(error.message).toBe(`the session from '${file}' is larger than 9 bytes`);
     expect(error.hint).toBe(`check that '${file}' holds the session`);
   });
 
   it('reads standard input for -, in chunks', async () => {
-    expect(await readTextInput('-', Readable.from(['ab', Buffer.from('cd')]), 10, 'the key')).toBe('abcd');
-    const error = await rejectionOf(readTextInput('-', Readable.from(['abc', 'def']), 5, 'the key'), UsageError);
+    expect(await readJsonInput('-', Readable.from(['ab', Buffer.from('cd')]), 10, 'the key')).toBe('abcd');
+    const error = await rejectionOf(readJsonInput('-', Readable.from(['abc', 'def']), 5, 'the key'), UsageError);
     expect(error.message).toBe(`the key from '-' is larger than 5 bytes`);
   });
 
   it('says "no such file" for a missing one', async () => {
     const missing = join(tempDir(), 'missing.json');
-    const error = await rejectionOf(readTextInput(missing, noStdin, 10, 'the session'), UsageError);
+    const error = await rejectionOf(readJsonInput(missing, noStdin, 10, 'the session'), UsageError);
     expect(error.message).toBe(`cannot read the session from '${missing}': no such file`);
   });
 
   it('refuses a directory as not a regular file', async () => {
     const dir = join(tempDir(), 'folder');
     mkdirSync(dir);
-    const error = await rejectionOf(readTextInput(dir, noStdin, 10, 'the session'), UsageError);
+    const error = await rejectionOf(readJsonInput(dir, noStdin, 10, 'the session'), UsageError);
     expect(error.message).toBe(`cannot read the session from '${dir}': not a regular file`);
   });
 
   it.runIf(process.platform !== 'win32')('refuses a FIFO without opening it (which would block)', async () => {
     const fifo = join(tempDir(), 'pipe');
     execFileSync('mkfifo', [fifo]);
-    const error = await rejectionOf(readTextInput(fifo, noStdin, 10, 'the list'), UsageError);
+    const error = await rejectionOf(readJsonInput(fifo, noStdin, 10, 'the list'), UsageError);
     expect(error.message).toBe(`cannot read the list from '${fifo}': not a regular file`);
+  });
+});
+
+describe('decodeJsonText', () => {
+  // Encoded here, code point by code point, not by the code under test.
+  const points = (text: string) => [...text].map((c) => c.codePointAt(0)!);
+  const utf16 = (text: string, little: boolean) => {
+    const units = Buffer.from(text, 'utf16le');
+    return little ? units : Buffer.from(units).swap16();
+  };
+  const utf32 = (text: string, little: boolean) => {
+    const out = Buffer.alloc(points(text).length * 4);
+    points(text).forEach((p, i) => (little ? out.writeUInt32LE(p, i * 4) : out.writeUInt32BE(p, i * 4)));
+    return out;
+  };
+  const json = '{"name": "Café 📄 契約", "hash": "ab"}\n';
+
+  it.each([
+    ['UTF-16LE with its mark (PowerShell 5)', utf16(`\uFEFF${json}`, true)],
+    ['UTF-16BE with its mark', utf16(`\uFEFF${json}`, false)],
+    ['UTF-16LE without a mark', utf16(json, true)],
+    ['UTF-16BE without a mark', utf16(json, false)],
+    ['UTF-32LE with its mark', utf32(`\uFEFF${json}`, true)],
+    ['UTF-32BE with its mark', utf32(`\uFEFF${json}`, false)],
+    ['UTF-32LE without a mark', utf32(json, true)],
+    ['UTF-32BE without a mark', utf32(json, false)],
+  ])('reads JSON saved as %s, the mark dropped', (_, bytes) => {
+    expect(decodeJsonText(bytes)).toBe(json);
+  });
+
+  it('reads UTF-8 as before: its mark kept (readReceipt drops it), a byte not UTF-8 as U+FFFD', () => {
+    expect(decodeJsonText(Buffer.from(`\uFEFF${json}`))).toBe(`\uFEFF${json}`);
+    expect(decodeJsonText(Buffer.from([0x7b, 0xff, 0x7d]))).toBe('{\uFFFD}');
+  });
+
+  it('turns units that are no Unicode into U+FFFD, never into other text', () => {
+    expect(decodeJsonText(Buffer.concat([utf16(`\uFEFF{}`, true), Buffer.of(0x7b)]))).toBe('{}\uFFFD');
+    const beyond = Buffer.concat([utf32('\uFEFF{"a"', true), Buffer.from([0, 0, 0x11, 0]), utf32('}', true)]);
+    expect(decodeJsonText(beyond)).toBe('{"a"\uFFFD}');
+    const surrogate = Buffer.concat([utf32('\uFEFF{"a"', false), Buffer.from([0, 0, 0xd8, 0]), utf32('}', false)]);
+    expect(decodeJsonText(surrogate)).toBe('{"a"\uFFFD}');
   });
 });
 

@@ -105,6 +105,23 @@ describe('the service already has the hash (409)', () => {
     expect(forced.stderr).not.toContain('--force');
     expect(bed.calls('forfait')).toBe(1);
   });
+  it('a receipt PowerShell saved as UTF-16, a new store: kept as the receipt, verified, nothing paid again (r92)', async () => {
+    const doc = await bed.file('powershell.txt', 'a receipt saved by PowerShell 5');
+    const receipts = bed.path('ps-receipts');
+    const first = await bed.main(['register', doc, '--receipt-dir', receipts]);
+    expect(first.code, first.stderr).toBe(0);
+    const receipt = join(receipts, 'powershell.txt.notarization.json');
+    // `notarize receipt <hash> > file` in PowerShell 5: UTF-16LE with a byte order mark.
+    writeFileSync(receipt, Buffer.from(`\uFEFF${readFileSync(receipt, 'utf8')}`, 'utf16le'));
+    const cold = { NOTARIZE_CONFIG_DIR: bed.path('ps-store') };
+    const verified = await bed.main(['verify', doc, '--receipt-dir', receipts, '--output', 'ndjson'], { env: cold });
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(JSON.parse(verified.stdout)).toMatchObject({ status: 'verified', receipt });
+    const again = await bed.main(['register', doc, '--receipt-dir', receipts, '--output', 'ndjson'], { env: cold });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'already-registered', receipt });
+    expect(bed.calls('forfait')).toBe(1);
+  });
 });
 
 describe('a forfait whose answer was lost (drop-after)', () => {
