@@ -12136,7 +12136,7 @@ function isWriteProbe(name) {
 * backslash is part of a file's name (`back\slash.txt` is one file), while
 * on Windows normalize() has turned every `/` into `\`.
 */
-function segments(path) {
+function pathSegments(path) {
 	return normalize(path).split(sep).filter((part) => part !== "" && part !== "." && part !== "..");
 }
 /**
@@ -12145,7 +12145,7 @@ function segments(path) {
 * `cb/x.txt`), the same number for the whole group.
 */
 function distinguish(paths) {
-	const split = new Map(paths.map((path) => [path, segments(path)]));
+	const split = new Map(paths.map((path) => [path, pathSegments(path)]));
 	let longest = 0;
 	for (const parts of split.values()) longest = Math.max(longest, parts.length);
 	let names = /* @__PURE__ */ new Map();
@@ -12157,7 +12157,7 @@ function distinguish(paths) {
 }
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 function receiptNames(subjects) {
-	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
+	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? pathSegments(s.path).pop());
 	const same = subjects.map((s) => s.path === void 0 ? void 0 : sameSpelling(s.path));
 	const pathsByName = /* @__PURE__ */ new Map();
 	first.forEach((name, i) => {
@@ -12655,7 +12655,9 @@ var init_receipts = __esmMin((() => {
 *      `a/x.txt.notarization.json`, and verify of it alone would look for
 *      `x.txt.notarization.json`); when that name's receipt is of another
 *      digest, the document is `modified`, a receipt of its digest under
-*      another name only named in the reason (it may be an older release's),
+*      another name only named in the reason (it may be an older release's);
+*      when it is of its digest but a later receipt of another digest is
+*      named after more of its path, `modified` too (#laterUnderFullerName),
 *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
@@ -12842,6 +12844,16 @@ function claimedDigest(text) {
 	const claimed = document?.sha256 ?? hash;
 	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
+/** When the receipt `text` (consistent) says its registration was completed, in ms; undefined for a bare record. */
+function registeredMs(text) {
+	const receipt = readReceipt(text);
+	return receipt.consistent && receipt.registeredAt !== void 0 ? Date.parse(receipt.registeredAt) : void 0;
+}
+/** The names of the folders in `dir` (none when it cannot be read: no fuller name is looked for). */
+async function topFolders(dir) {
+	const entries = await readOr(() => readdir(dir, { withFileTypes: true }), () => []);
+	return new Set(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name));
+}
 /** The note on a `modified` finding whose digest has a receipt under another name (`found`). */
 function elsewhereNote(found) {
 	return `${found.receipt} is a receipt of its digest under another name (receipt names follow the folder register walked: verify from that folder, or check that receipt with --receipt, if this is the same artifact and not an older one)`;
@@ -12861,6 +12873,8 @@ var init_evidence = __esmMin((() => {
 		#ledger;
 		/** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
 		#byDigest;
+		/** The names of --receipt-dir's folders, read the first time a receipt's fuller names are looked for. */
+		#topFolders;
 		constructor(sources, ledger) {
 			this.#sources = sources;
 			this.#ledger = ledger;
@@ -12890,6 +12904,10 @@ var init_evidence = __esmMin((() => {
 			const text = named === void 0 ? void 0 : await readReceiptFile(named);
 			if (named !== void 0 && text !== void 0) {
 				const finding = judgeByReceipt(hash, named, text);
+				if (finding.status === "verified" && receiptDir && item.kind === "file") {
+					const later = await this.#laterUnderFullerName(item.path, receiptDir, index, hash, named, text);
+					if (later) return later;
+				}
 				if (finding.status === "modified" && receiptDir) {
 					const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
 					if (elsewhere) return {
@@ -12907,6 +12925,40 @@ var init_evidence = __esmMin((() => {
 				};
 			}
 			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
+		}
+		/**
+		* A receipt of another digest, registered later, named after more of the
+		* document's path than the receipt `matched` (of its digest) that this run
+		* named it by: `modified`, said so. Names depend on the documents of a run
+		* (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
+		* which an older release registered alone may hold, while the release that
+		* registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
+		* `linux/app.tgz`: that older build swapped in passed as verified (r92).
+		* A fuller name that is older leaves the verdict alone: a later run named
+		* the document by less of its path.
+		*/
+		async #laterUnderFullerName(path, receiptDir, index, hash, matched, matchedText) {
+			const name = receiptDir.names[index];
+			const matchedAt = registeredMs(matchedText);
+			if (name === void 0 || matchedAt === void 0) return void 0;
+			const parts = pathSegments(resolve(path));
+			const used = name.split("/").length;
+			this.#topFolders ??= topFolders(receiptDir.dir);
+			const folders = await this.#topFolders;
+			for (let keep = parts.length; keep > used; keep--) {
+				if (!folders.has(parts[parts.length - keep])) continue;
+				const fuller = join(receiptDir.dir, `${parts.slice(-keep).join("/")}${RECEIPT_SUFFIX}`);
+				const text = await readQuietly(fuller);
+				const receipt = text === void 0 ? void 0 : readReceipt(text);
+				if (receipt?.consistent !== true || receipt.sha256 === hash || receipt.registeredAt === void 0) continue;
+				if (!(Date.parse(receipt.registeredAt) > matchedAt)) continue;
+				return {
+					status: "modified",
+					source: "receipt",
+					receipt: fuller,
+					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later (${receipt.registeredAt}) than ${matched}, the receipt of its digest: it may be an older build (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)`
+				};
+			}
 		}
 		/** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */
 		async #ofDigest(dir, hash) {
@@ -25126,7 +25178,9 @@ function configure$8(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption("one document named alone and verified: its record alone")).addHelpText("after", `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
 --receipt <file>; its receipt under --receipt-dir (named as register names them: of another
-digest, it is modified, a receipt of its digest elsewhere named in the reason; with none of
+digest, it is modified, a receipt of its digest elsewhere named in the reason; of its digest
+while one of another digest, registered later, is named after more of its path (a run that
+had a namesake), modified too: it may be an older build; with none of
 its name, any there of its digest, which says the bytes were registered, not as which
 artifact: verify the folder register walked to check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.

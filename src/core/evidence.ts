@@ -10,7 +10,9 @@
  *      `a/x.txt.notarization.json`, and verify of it alone would look for
  *      `x.txt.notarization.json`); when that name's receipt is of another
  *      digest, the document is `modified`, a receipt of its digest under
- *      another name only named in the reason (it may be an older release's),
+ *      another name only named in the reason (it may be an older release's);
+ *      when it is of its digest but a later receipt of another digest is
+ *      named after more of its path, `modified` too (#laterUnderFullerName),
  *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
@@ -21,7 +23,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
@@ -29,7 +31,7 @@ import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
 import { decodeJsonText } from './read-input.js';
 import { readReceipt, type InclusionProof } from './receipt-format.js';
-import { RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
+import { pathSegments, RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
 
 /**
  * Receipts are a few kilobytes; a file far larger is no receipt, and is not
@@ -266,6 +268,8 @@ export class Evidence {
   readonly #ledger: LedgerIndex;
   /** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
   #byDigest: Promise<Map<string, string[]>> | undefined;
+  /** The names of --receipt-dir's folders, read the first time a receipt's fuller names are looked for. */
+  #topFolders: Promise<Set<string>> | undefined;
 
   constructor(sources: ReceiptSources, ledger: LedgerIndex) {
     this.#sources = sources;
@@ -299,6 +303,10 @@ export class Evidence {
     const text = named === undefined ? undefined : await readReceiptFile(named);
     if (named !== undefined && text !== undefined) {
       const finding = judgeByReceipt(hash, named, text);
+      if (finding.status === 'verified' && receiptDir && item.kind === 'file') {
+        const later = await this.#laterUnderFullerName(item.path, receiptDir, index, hash, named, text);
+        if (later) return later;
+      }
       // Its name's receipt is of another digest: `modified`, even when a receipt of its digest is there
       // under another name. Names depend on the folder walked (`-r dist` names dist/linux/app.tgz
       // `linux/app.tgz`; `-r dist/linux`, `app.tgz`), but a receipts folder kept across releases also holds
@@ -317,6 +325,54 @@ export class Evidence {
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }
 
+  /**
+   * A receipt of another digest, registered later, named after more of the
+   * document's path than the receipt `matched` (of its digest) that this run
+   * named it by: `modified`, said so. Names depend on the documents of a run
+   * (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
+   * which an older release registered alone may hold, while the release that
+   * registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
+   * `linux/app.tgz`: that older build swapped in passed as verified (r92).
+   * A fuller name that is older leaves the verdict alone: a later run named
+   * the document by less of its path.
+   */
+  async #laterUnderFullerName(
+    path: string,
+    receiptDir: NonNullable<ReceiptSources['receiptDir']>,
+    index: number,
+    hash: string,
+    matched: string,
+    matchedText: string,
+  ): Promise<Finding | undefined> {
+    const name = receiptDir.names[index];
+    const matchedAt = registeredMs(matchedText);
+    if (name === undefined || matchedAt === undefined) return undefined;
+    const parts = pathSegments(resolve(path));
+    const used = name.split('/').length;
+    // A receipt named after more of the path sits under a folder named after one of its folders.
+    this.#topFolders ??= topFolders(receiptDir.dir);
+    const folders = await this.#topFolders;
+    for (let keep = parts.length; keep > used; keep--) {
+      if (!folders.has(parts[parts.length - keep]!)) continue;
+      const fuller = join(receiptDir.dir, `${parts.slice(-keep).join('/')}${RECEIPT_SUFFIX}`);
+      const text = await readQuietly(fuller);
+      const receipt = text === undefined ? undefined : readReceipt(text);
+      if (receipt?.consistent !== true || receipt.sha256 === hash || receipt.registeredAt === undefined) continue;
+      const at = Date.parse(receipt.registeredAt);
+      if (!(at > matchedAt)) continue;
+      return {
+        status: 'modified',
+        source: 'receipt',
+        receipt: fuller,
+        reason:
+          `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later ` +
+          `(${receipt.registeredAt}) than ${matched}, the receipt of its digest: it may be an older build ` +
+          '(receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)',
+      };
+    }
+    return undefined;
+  }
+
   /** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */
   async #ofDigest(dir: string, hash: string): Promise<Finding | undefined> {
     this.#byDigest ??= receiptsByDigest(dir);
@@ -327,6 +383,21 @@ export class Evidence {
     }
     return undefined;
   }
+}
+
+/** When the receipt `text` (consistent) says its registration was completed, in ms; undefined for a bare record. */
+function registeredMs(text: string): number | undefined {
+  const receipt = readReceipt(text);
+  return receipt.consistent && receipt.registeredAt !== undefined ? Date.parse(receipt.registeredAt) : undefined;
+}
+
+/** The names of the folders in `dir` (none when it cannot be read: no fuller name is looked for). */
+async function topFolders(dir: string): Promise<Set<string>> {
+  const entries = await readOr(
+    () => readdir(dir, { withFileTypes: true }),
+    () => [],
+  );
+  return new Set(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name));
 }
 
 /** The note on a `modified` finding whose digest has a receipt under another name (`found`). */

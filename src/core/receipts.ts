@@ -91,7 +91,7 @@ export interface ReceiptPlan {
  * backslash is part of a file's name (`back\slash.txt` is one file), while
  * on Windows normalize() has turned every `/` into `\`.
  */
-function segments(path: string): string[] {
+export function pathSegments(path: string): string[] {
   return normalize(path)
     .split(sep)
     .filter((part) => part !== '' && part !== '.' && part !== '..');
@@ -103,7 +103,7 @@ function segments(path: string): string[] {
  * `cb/x.txt`), the same number for the whole group.
  */
 function distinguish(paths: readonly string[]): Map<string, string> {
-  const split = new Map(paths.map((path) => [path, segments(path)]));
+  const split = new Map(paths.map((path) => [path, pathSegments(path)]));
   // A loop, not a spread: a group may be of 200,000 index.html (past V8's argument limit).
   let longest = 0;
   for (const parts of split.values()) longest = Math.max(longest, parts.length);
@@ -117,7 +117,7 @@ function distinguish(paths: readonly string[]): Map<string, string> {
 
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 export function receiptNames(subjects: readonly ReceiptSubject[]): (string | undefined)[] {
-  const first = subjects.map((s) => (s.path === undefined ? undefined : (s.relative ?? segments(s.path).pop()!)));
+  const first = subjects.map((s) => (s.path === undefined ? undefined : (s.relative ?? pathSegments(s.path).pop()!)));
   // The same file however it is spelt (`a.txt`, `./a.txt`, `docs//a.txt`): one path, one receipt.
   const same = subjects.map((s) => (s.path === undefined ? undefined : sameSpelling(s.path)));
   // By first name: each file (its spelling) with a path as given, from which folders tell them apart.

@@ -90,6 +90,30 @@ describe('runVerify', () => {
     );
   });
 
+  it('an older release swapped in for a build registered beside a namesake, verified alone or by its folder: modified (r92)', async () => {
+    const receipts = bed.path('release-receipts');
+    const old = await bed.file('rel1/app.tgz', 'release 1\n');
+    const linux = await bed.file('build/linux/app.tgz', 'release 2, linux\n');
+    const mac = await bed.file('build/mac/app.tgz', 'release 2, mac\n');
+    expect((await bed.main(['register', old, '--receipt-dir', receipts, '--quiet'])).code).toBe(0);
+    expect((await bed.main(['register', linux, mac, '--receipt-dir', receipts, '--quiet'])).code).toBe(0);
+    await writeFile(linux, 'release 1\n');
+    const fuller = join(receipts, 'linux', 'app.tgz.notarization.json');
+    for (const args of [[linux], [linux, mac], ['-r', bed.path('build/linux')]]) {
+      const run = await bed.main(['verify', ...args, '--receipt-dir', receipts, '--output', 'ndjson']);
+      expect(run.code, run.stderr).toBe(6);
+      const lines = run.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      // NDJSON: a line per document as it finishes, in any order.
+      expect(lines.find((line) => line.file === linux)).toMatchObject({ status: 'modified', receipt: fuller });
+    }
+    // The release 1 build where release 1 registered it still verifies.
+    const own = await bed.main(['verify', old, '--receipt-dir', receipts, '--output', 'ndjson']);
+    expect(own.code, own.stderr).toBe(0);
+  });
+
   it('verified, modified and unknown documents in input order; the run fails with exit 6', async () => {
     const good = await registered('a.txt', 'a\n');
     const goodHash = sha256('a\n');

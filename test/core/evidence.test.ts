@@ -22,12 +22,12 @@ const HASH = sha('doc');
 const OTHER = sha('other');
 
 /** The v1 receipt of `hash`. */
-function receiptOf(hash: string, name = 'doc.txt'): string {
+function receiptOf(hash: string, name = 'doc.txt', registeredAt = '2026-11-24T00:00:00.000Z'): string {
   return receiptText({
     document: { name, sha256: hash, size: 3 },
     recordJson: `{"hash":"${hash}"}`,
     baseUrl: 'https://notary.example',
-    registeredAt: '2026-11-24T00:00:00.000Z',
+    registeredAt,
   });
 }
 
@@ -190,6 +190,53 @@ describe('Evidence.judge: the first source found decides', () => {
     // With none of its digest anywhere: the plain reason.
     const other = await new Evidence(sources, empty).judge(fileItem(doc), 0, sha('nothing'));
     expect(other).toMatchObject({ status: 'modified', reason: `its receipt is of another digest, ${OTHER}` });
+  });
+
+  it("a receipt of its digest by this run's name, a later one of another digest named after more of its path: modified (r92)", async () => {
+    const dir = tempDir();
+    const doc = join(dir, 'build', 'linux', 'app.tgz');
+    mkdirSync(join(dir, 'build', 'linux'), { recursive: true });
+    writeFileSync(doc, 'doc');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(join(receipts, 'linux'), { recursive: true });
+    const empty = ledgerWith(OTHER, 'unrelated.txt');
+    // Release 1 registered its app.tgz alone (app.tgz); release 2, build/linux/app.tgz beside build/mac/app.tgz
+    // (linux/app.tgz). Release 1's build swapped in, verified alone: this run names it app.tgz.
+    const released = join(receipts, 'app.tgz.notarization.json');
+    const fuller = join(receipts, 'linux', 'app.tgz.notarization.json');
+    writeFileSync(released, receiptOf(HASH, 'app.tgz', '2026-11-01T00:00:00.000Z'));
+    writeFileSync(fuller, receiptOf(OTHER, 'linux/app.tgz', '2026-11-20T00:00:00Z'));
+    const sources = { receiptDir: { dir: receipts, names: ['app.tgz'] } };
+    const finding = await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH);
+    expect(finding).toEqual({
+      status: 'modified',
+      source: 'receipt',
+      receipt: fuller,
+      reason:
+        `${fuller}, named after more of its path, is of another digest, ${OTHER}, registered later ` +
+        `(2026-11-20T00:00:00Z) than ${released}, the receipt of its digest: it may be an older build ` +
+        '(receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)',
+    });
+    // Release 2's own build verified as release 2 named it: verified.
+    const asRegistered = { receiptDir: { dir: receipts, names: ['linux/app.tgz'] } };
+    expect(await new Evidence(asRegistered, empty).judge(fileItem(doc), 0, OTHER)).toMatchObject({
+      status: 'verified',
+      receipt: fuller,
+    });
+    // The fuller name older: a later run named the document by less of its path, and that receipt decides.
+    writeFileSync(fuller, receiptOf(OTHER, 'linux/app.tgz', '2026-10-01T00:00:00Z'));
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: released,
+    });
+    // Later but of its own digest, or no receipt that holds together: nothing to say against it.
+    for (const text of [receiptOf(HASH, 'linux/app.tgz', '2026-11-20T00:00:00Z'), '{"not": "a receipt"}']) {
+      writeFileSync(fuller, text);
+      expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+        status: 'verified',
+        receipt: released,
+      });
+    }
   });
 
   it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {
