@@ -12669,8 +12669,8 @@ var init_receipts = __esmMin((() => {
 /**
 * The text of the receipt at `path`, or undefined when there is none (no
 * such file, or a folder on the way is not one). Throws UsageError when one
-* is there but cannot be read as a receipt file: not a regular file,
-* unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
+* is there but cannot be read as a receipt file: a symbolic link, not a
+* regular file, unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
 * checked before any read, as every input is (core/hash.ts): a FIFO put
 * where a receipt is looked for is refused, never waited on.
 */
@@ -12688,9 +12688,14 @@ function readReceiptText(path) {
 	});
 	let fd;
 	try {
-		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
 	} catch (error) {
 		const code = error.code;
+		if (code === "ELOOP") throw new UsageError(`the receipt ${path} is a symbolic link, which verify does not follow`, {
+			code: "receipt_unreadable",
+			hint: "check the file it points to with --receipt, or put the receipt itself there",
+			cause: error
+		});
 		if (code === "ENOENT" || code === "ENOTDIR" || code === "ENAMETOOLONG") return void 0;
 		throw unreadable(error);
 	}
@@ -25195,7 +25200,8 @@ confirm the registration itself (a warning names receipts of another service tha
 configured). Receipts written before format v1 (the bare record) are read: only the
 service's record of a completed registration is one (not a saved register output line).
 A document that cannot be read (missing, unreadable, not a regular file, a name not in
-UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
+UTF-8), or a receipt found that cannot be (a symbolic link is not followed), is a failed result
+and the others go on.
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file a walk finds in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest with the bytes register wrote (CRLF line endings, a byte order mark, its final line break dropped or doubled allowed), is failed too: register passes such files

@@ -82,7 +82,8 @@ confirm the registration itself (a warning names receipts of another service tha
 configured). Receipts written before format v1 (the bare record) are read: only the
 service's record of a completed registration is one (not a saved register output line).
 A document that cannot be read (missing, unreadable, not a regular file, a name not in
-UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
+UTF-8), or a receipt found that cannot be (a symbolic link is not followed), is a failed result
+and the others go on.
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file a walk finds in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest with the bytes register wrote (CRLF line endings, a byte order mark, its final line break dropped or doubled allowed), is failed too: register passes such files

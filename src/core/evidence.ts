@@ -74,8 +74,8 @@ export interface ReceiptSources {
 /**
  * The text of the receipt at `path`, or undefined when there is none (no
  * such file, or a folder on the way is not one). Throws UsageError when one
- * is there but cannot be read as a receipt file: not a regular file,
- * unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
+ * is there but cannot be read as a receipt file: a symbolic link, not a
+ * regular file, unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
  * checked before any read, as every input is (core/hash.ts): a FIFO put
  * where a receipt is looked for is refused, never waited on.
  */
@@ -96,9 +96,18 @@ function readReceiptText(path: string): string | undefined {
     );
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+    // Not through a link, as a walk does not follow one: `verify -r` showed a linked receipt as a document's
+    // evidence and, in the same run, as a link not followed, not checked (r92).
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') {
+      throw new UsageError(`the receipt ${path} is a symbolic link, which verify does not follow`, {
+        code: 'receipt_unreadable',
+        hint: 'check the file it points to with --receipt, or put the receipt itself there',
+        cause: error,
+      });
+    }
     // No such receipt: also where its name would be too long to exist (a document named 238+ bytes).
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG') return undefined;
     throw unreadable(error);

@@ -194,6 +194,35 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     ).toEqual([join(here, 'dist', 'plugins')]);
   });
 
+  it('a receipt that is a link is not followed, found by name or beside its document: failed (exit 2), as a walk says (r92)', async () => {
+    // In --receipt-dir, under the name register gave it.
+    const kept = join(here, 'kept-a.json');
+    renameSync(receipt('a.txt'), kept);
+    symlinkSync(kept, receipt('a.txt'));
+    const named = await downloader(['verify', doc('a.txt'), '--receipt-dir', join(here, 'receipts'), '--json']);
+    expect(named.code, describeRun(named)).toBe(2);
+    expect(parseResults(named.stdout)[0]?.error).toMatchObject({
+      code: 'receipt_unreadable',
+      message: `the receipt ${receipt('a.txt')} is a symbolic link, which verify does not follow`,
+      hint: 'check the file it points to with --receipt, or put the receipt itself there',
+    });
+    // Beside its document, met by a walk: the document fails for it, and the link is not also its evidence.
+    const beside = `${doc('a.txt')}.notarization.json`;
+    symlinkSync(kept, beside);
+    const walked = await downloader(['verify', '-r', join(here, 'dist'), '--json']);
+    expect(walked.code, describeRun(walked)).toBe(2);
+    const results = parseResults(walked.stdout);
+    expect(results.find((r) => r.file === doc('a.txt'))).toMatchObject({
+      status: 'failed',
+      error: { code: 'receipt_unreadable' },
+    });
+    expect(results.find((r) => r.file === beside)).toMatchObject({ status: 'failed', error: { code: 'not_followed' } });
+    expect(results.filter((r) => r.status === 'verified' && r.receipt === beside)).toEqual([]);
+    // Its target named with --receipt: verified.
+    const target = await downloader(['verify', doc('a.txt'), '--receipt', kept, '--json']);
+    expect(target.code, describeRun(target)).toBe(0);
+  });
+
   it('a walk passes over only real receipts: a file named like one, or any other file in --receipt-dir, is verified', async () => {
     writeFileSync(join(here, 'dist', 'install.notarization.json'), '#!/bin/sh\necho pwned\n');
     // Its type says receipt, but it holds nothing together: no receipt either.
