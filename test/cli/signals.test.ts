@@ -223,7 +223,8 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
   it("a cold re-run stopped while it writes receipts from another receipt's record: the line says how many are not (r87)", async () => {
     const count = 4000;
     const { args, receipts, receiptCount } = manyDocuments('cold', count);
-    const first = await bed.run(args);
+    // 4,000 registrations and receipts: in a loaded suite this took more than the default 20 s.
+    const first = await bed.run(args, { timeoutMs: 120_000 });
     expect(first.code, describeRun(first)).toBe(0);
     // A new runner: an empty store, and of the receipts only one kept (with the tree): the root's record is in it.
     const receiptFiles = readdirSync(receipts).filter((f) => f.endsWith('.notarization.json'));
@@ -233,11 +234,11 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     const { run, written } = await stopWhileWriting(args, bed.env(coldStore), receiptCount, 1);
     expectOwedReceipts(run, count, written);
     const forfaits = bed.calls('forfait');
-    const again = await bed.run(args, { env: coldStore });
+    const again = await bed.run(args, { env: coldStore, timeoutMs: 120_000 });
     expect(again.code, describeRun(again)).toBe(0);
     expect(receiptCount()).toBe(count);
     expect(bed.calls('forfait')).toBe(forfaits);
-  });
+  }, 300_000);
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`${signal} while a forfait already sent is answered within the grace: its record is kept, exit ${CODE[signal]}`, async () => {
