@@ -150,9 +150,11 @@ export function decodeUtf8(
  * writes UTF-16LE with a mark). RFC 8259 (section 8.1) asks UTF-8 of JSON
  * exchanged, but a receipt saved in another Unicode encoding is the same
  * evidence: refused, it was `invalid` to verify and "not a receipt of" its
- * document to register, whose way out (--force) paid again (r92). A mark of
- * UTF-16 or UTF-32 is dropped; UTF-8 is decoded as before (its mark kept
- * for readReceipt, a byte not UTF-8 as U+FFFD), as are units that are not
+ * document to register, whose way out (--force) paid again (r92). A mark is
+ * kept, as U+FEFF, in every encoding: readReceipt drops one, so that a second
+ * mark is invalid whatever the encoding, as for verify-receipt.py (r93: one
+ * dropped here and one there passed a UTF-16 receipt with two). UTF-8 is
+ * decoded as before (a byte not UTF-8 as U+FFFD), as are units that are not
  * Unicode.
  */
 export function decodeJsonText(bytes: Buffer): string {
@@ -162,18 +164,18 @@ export function decodeJsonText(bytes: Buffer): string {
   const size = encoding.startsWith('UTF-32') ? 4 : 2;
   // A mark says the order: FF FE (00 00) is little-endian; otherwise the name does.
   const little = marked ? bytes[0] === 0xff : encoding.endsWith('LE');
-  const units = bytes.subarray(marked ? size : 0);
   if (size === 2) {
-    const even = Buffer.from(units.subarray(0, units.length - (units.length % 2)));
+    const even = Buffer.from(bytes.subarray(0, bytes.length - (bytes.length % 2)));
     if (!little) even.swap16();
-    return new TextDecoder('utf-16le').decode(even) + (units.length % 2 === 1 ? '\uFFFD' : '');
+    // ignoreBOM: the mark is kept as U+FEFF, not dropped by the decoder.
+    return new TextDecoder('utf-16le', { ignoreBOM: true }).decode(even) + (bytes.length % 2 === 1 ? '\uFFFD' : '');
   }
   let text = '';
-  for (let at = 0; at + 4 <= units.length; at += 4) {
-    const point = little ? units.readUInt32LE(at) : units.readUInt32BE(at);
+  for (let at = 0; at + 4 <= bytes.length; at += 4) {
+    const point = little ? bytes.readUInt32LE(at) : bytes.readUInt32BE(at);
     text += point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff) ? '\uFFFD' : String.fromCodePoint(point);
   }
-  return units.length % 4 === 0 ? text : `${text}\uFFFD`;
+  return bytes.length % 4 === 0 ? text : `${text}\uFFFD`;
 }
 
 /** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */

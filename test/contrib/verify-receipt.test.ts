@@ -309,6 +309,27 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       },
       'verified',
     ],
+    // One mark is dropped whatever the encoding; a second is a character before the JSON (r93: UTF-16 with two passed).
+    [
+      'two byte order marks at its start',
+      (_, r) => writeFileSync(r, `\uFEFF\uFEFF${readFileSync(r, 'utf8')}`),
+      'invalid',
+    ],
+    [
+      'saved as UTF-16LE with two marks',
+      (_, r) => writeFileSync(r, Buffer.from(`\uFEFF\uFEFF${readFileSync(r, 'utf8')}`, 'utf16le')),
+      'invalid',
+    ],
+    [
+      'saved as UTF-32LE with two marks',
+      (_, r) => {
+        const points = [...`\uFEFF\uFEFF${readFileSync(r, 'utf8')}`].map((c) => c.codePointAt(0)!);
+        const bytes = Buffer.alloc(points.length * 4);
+        points.forEach((p, i) => bytes.writeUInt32LE(p, i * 4));
+        writeFileSync(r, bytes);
+      },
+      'invalid',
+    ],
     [
       'saved as UTF-16LE, a byte cut off its end',
       (_, r) => writeFileSync(r, Buffer.from(`\uFEFF${readFileSync(r, 'utf8')}`, 'utf16le').subarray(0, -1)),

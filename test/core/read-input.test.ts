@@ -81,16 +81,21 @@ describe('decodeJsonText', () => {
   const json = '{"name": "Café 📄 契約", "hash": "ab"}\n';
 
   it.each([
-    ['UTF-16LE with its mark (PowerShell 5)', utf16(`\uFEFF${json}`, true)],
-    ['UTF-16BE with its mark', utf16(`\uFEFF${json}`, false)],
-    ['UTF-16LE without a mark', utf16(json, true)],
-    ['UTF-16BE without a mark', utf16(json, false)],
-    ['UTF-32LE with its mark', utf32(`\uFEFF${json}`, true)],
-    ['UTF-32BE with its mark', utf32(`\uFEFF${json}`, false)],
-    ['UTF-32LE without a mark', utf32(json, true)],
-    ['UTF-32BE without a mark', utf32(json, false)],
-  ])('reads JSON saved as %s, the mark dropped', (_, bytes) => {
-    expect(decodeJsonText(bytes)).toBe(json);
+    ['UTF-16LE with its mark (PowerShell 5)', utf16(`\uFEFF${json}`, true), `\uFEFF${json}`],
+    ['UTF-16BE with its mark', utf16(`\uFEFF${json}`, false), `\uFEFF${json}`],
+    ['UTF-16LE without a mark', utf16(json, true), json],
+    ['UTF-16BE without a mark', utf16(json, false), json],
+    ['UTF-32LE with its mark', utf32(`\uFEFF${json}`, true), `\uFEFF${json}`],
+    ['UTF-32BE with its mark', utf32(`\uFEFF${json}`, false), `\uFEFF${json}`],
+    ['UTF-32LE without a mark', utf32(json, true), json],
+    ['UTF-32BE without a mark', utf32(json, false), json],
+  ])('reads JSON saved as %s, a mark kept as in UTF-8 (readReceipt drops one)', (_, bytes, text) => {
+    expect(decodeJsonText(bytes)).toBe(text);
+  });
+
+  it('keeps a second mark, so that a receipt with two is invalid in every encoding (r93)', () => {
+    expect(decodeJsonText(utf16(`\uFEFF\uFEFF${json}`, true))).toBe(`\uFEFF\uFEFF${json}`);
+    expect(decodeJsonText(utf32(`\uFEFF\uFEFF${json}`, false))).toBe(`\uFEFF\uFEFF${json}`);
   });
 
   it('reads UTF-8 as before: its mark kept (readReceipt drops it), a byte not UTF-8 as U+FFFD', () => {
@@ -99,11 +104,11 @@ describe('decodeJsonText', () => {
   });
 
   it('turns units that are no Unicode into U+FFFD, never into other text', () => {
-    expect(decodeJsonText(Buffer.concat([utf16(`\uFEFF{}`, true), Buffer.of(0x7b)]))).toBe('{}\uFFFD');
+    expect(decodeJsonText(Buffer.concat([utf16(`\uFEFF{}`, true), Buffer.of(0x7b)]))).toBe('\uFEFF{}\uFFFD');
     const beyond = Buffer.concat([utf32('\uFEFF{"a"', true), Buffer.from([0, 0, 0x11, 0]), utf32('}', true)]);
-    expect(decodeJsonText(beyond)).toBe('{"a"\uFFFD}');
+    expect(decodeJsonText(beyond)).toBe('\uFEFF{"a"\uFFFD}');
     const surrogate = Buffer.concat([utf32('\uFEFF{"a"', false), Buffer.from([0, 0, 0xd8, 0]), utf32('}', false)]);
-    expect(decodeJsonText(surrogate)).toBe('{"a"\uFFFD}');
+    expect(decodeJsonText(surrogate)).toBe('\uFEFF{"a"\uFFFD}');
   });
 });
 
