@@ -12850,15 +12850,25 @@ function claimedDigest(text) {
 	const claimed = document?.sha256 ?? hash;
 	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
-/** When the receipt `text` (consistent) says its registration was completed, in ms; undefined for a bare record. */
-function registeredMs(text) {
-	const receipt = readReceipt(text);
-	return receipt.consistent && receipt.registeredAt !== void 0 ? Date.parse(receipt.registeredAt) : void 0;
+/**
+* When `receipt`'s registration was completed, in ms: as a v1 receipt says,
+* or for a bare record (written before v1, which does not say) when the
+* service created it, its creationDate (r93: such a receipt was never
+* compared). Undefined when neither says.
+*/
+function registeredMs(receipt) {
+	if (receipt.registeredAt !== void 0) return Date.parse(receipt.registeredAt);
+	const { creationDate } = JSON.parse(receipt.recordJson);
+	return typeof creationDate === "number" && Number.isSafeInteger(creationDate) ? creationDate : void 0;
 }
-/** The names of the folders in `dir` (none when it cannot be read: no fuller name is looked for). */
+/**
+* The names of the folders in `dir`, and of the links there, which may lead
+* to one (r93: a receipts folder linked in was passed over); none when `dir`
+* cannot be read: no fuller name is looked for.
+*/
 async function topFolders(dir) {
 	const entries = await readOr(() => readdir(dir, { withFileTypes: true }), () => []);
-	return new Set(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name));
+	return new Set(entries.filter((entry) => entry.isDirectory() || entry.isSymbolicLink()).map((entry) => entry.name));
 }
 /** The note on a `modified` finding whose digest has a receipt under another name (`found`). */
 function elsewhereNote(found) {
@@ -12881,6 +12891,8 @@ var init_evidence = __esmMin((() => {
 		#byDigest;
 		/** The names of --receipt-dir's folders, read the first time a receipt's fuller names are looked for. */
 		#topFolders;
+		/** The names this run gives its documents in --receipt-dir, gathered the first time fuller names are looked for. */
+		#runNames;
 		constructor(sources, ledger) {
 			this.#sources = sources;
 			this.#ledger = ledger;
@@ -12941,28 +12953,34 @@ var init_evidence = __esmMin((() => {
 		* registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
 		* `linux/app.tgz`: that older build swapped in passed as verified (r92).
 		* A fuller name that is older leaves the verdict alone: a later run named
-		* the document by less of its path.
+		* the document by less of its path; so does one that this run gives another
+		* of its documents. A bare record is dated by its creationDate.
 		*/
 		async #laterUnderFullerName(path, receiptDir, index, hash, matched, matchedText) {
 			const name = receiptDir.names[index];
-			const matchedAt = registeredMs(matchedText);
+			const matchedReceipt = readReceipt(matchedText);
+			const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : void 0;
 			if (name === void 0 || matchedAt === void 0) return void 0;
 			const parts = pathSegments(resolve(path));
 			const used = name.split("/").length;
 			this.#topFolders ??= topFolders(receiptDir.dir);
 			const folders = await this.#topFolders;
+			const runNames = this.#runNames ??= new Set(receiptDir.names.filter((each) => each !== void 0));
 			for (let keep = parts.length; keep > used; keep--) {
 				if (!folders.has(parts[parts.length - keep])) continue;
-				const fuller = join(receiptDir.dir, `${parts.slice(-keep).join("/")}${RECEIPT_SUFFIX}`);
+				const fullerName = parts.slice(-keep).join("/");
+				if (runNames.has(fullerName)) continue;
+				const fuller = join(receiptDir.dir, `${fullerName}${RECEIPT_SUFFIX}`);
 				const text = await readQuietly(fuller);
 				const receipt = text === void 0 ? void 0 : readReceipt(text);
-				if (receipt?.consistent !== true || receipt.sha256 === hash || receipt.registeredAt === void 0) continue;
-				if (!(Date.parse(receipt.registeredAt) > matchedAt)) continue;
+				if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
+				const at = registeredMs(receipt);
+				if (at === void 0 || !(at > matchedAt)) continue;
 				return {
 					status: "modified",
 					source: "receipt",
 					receipt: fuller,
-					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later (${receipt.registeredAt}) than ${matched}, the receipt of its digest: it may be an older build (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)`
+					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)`
 				};
 			}
 		}
@@ -25186,7 +25204,8 @@ No network, no credentials, no store needed. Each document's digest is checked a
 --receipt <file>; its receipt under --receipt-dir (named as register names them: of another
 digest, it is modified, a receipt of its digest elsewhere named in the reason; of its digest
 while one of another digest, registered later, is named after more of its path (a run that
-had a namesake), modified too: it may be an older build; with none of
+had a namesake) and is no other document's name in this run, modified too: it may be an
+older build; with none of
 its name, any there of its digest, which says the bytes were registered, not as which
 artifact: verify the folder register walked to check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.

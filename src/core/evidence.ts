@@ -30,7 +30,7 @@ import { readOr } from '../fd-shortage.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
 import { decodeJsonText } from './read-input.js';
-import { readReceipt, type InclusionProof } from './receipt-format.js';
+import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 import { pathSegments, RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
 
 /**
@@ -279,6 +279,8 @@ export class Evidence {
   #byDigest: Promise<Map<string, string[]>> | undefined;
   /** The names of --receipt-dir's folders, read the first time a receipt's fuller names are looked for. */
   #topFolders: Promise<Set<string>> | undefined;
+  /** The names this run gives its documents in --receipt-dir, gathered the first time fuller names are looked for. */
+  #runNames: Set<string> | undefined;
 
   constructor(sources: ReceiptSources, ledger: LedgerIndex) {
     this.#sources = sources;
@@ -343,7 +345,8 @@ export class Evidence {
    * registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
    * `linux/app.tgz`: that older build swapped in passed as verified (r92).
    * A fuller name that is older leaves the verdict alone: a later run named
-   * the document by less of its path.
+   * the document by less of its path; so does one that this run gives another
+   * of its documents. A bare record is dated by its creationDate.
    */
   async #laterUnderFullerName(
     path: string,
@@ -354,28 +357,34 @@ export class Evidence {
     matchedText: string,
   ): Promise<Finding | undefined> {
     const name = receiptDir.names[index];
-    const matchedAt = registeredMs(matchedText);
+    const matchedReceipt = readReceipt(matchedText);
+    const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : undefined;
     if (name === undefined || matchedAt === undefined) return undefined;
     const parts = pathSegments(resolve(path));
     const used = name.split('/').length;
     // A receipt named after more of the path sits under a folder named after one of its folders.
     this.#topFolders ??= topFolders(receiptDir.dir);
     const folders = await this.#topFolders;
+    // The names this run gives its documents: a fuller name of this path that is another document's name
+    // here is that document's receipt (site/docs/x beside site/site/docs/x, walked from site: r93).
+    const runNames = (this.#runNames ??= new Set(receiptDir.names.filter((each) => each !== undefined)));
     for (let keep = parts.length; keep > used; keep--) {
       if (!folders.has(parts[parts.length - keep]!)) continue;
-      const fuller = join(receiptDir.dir, `${parts.slice(-keep).join('/')}${RECEIPT_SUFFIX}`);
+      const fullerName = parts.slice(-keep).join('/');
+      if (runNames.has(fullerName)) continue;
+      const fuller = join(receiptDir.dir, `${fullerName}${RECEIPT_SUFFIX}`);
       const text = await readQuietly(fuller);
       const receipt = text === undefined ? undefined : readReceipt(text);
-      if (receipt?.consistent !== true || receipt.sha256 === hash || receipt.registeredAt === undefined) continue;
-      const at = Date.parse(receipt.registeredAt);
-      if (!(at > matchedAt)) continue;
+      if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
+      const at = registeredMs(receipt);
+      if (at === undefined || !(at > matchedAt)) continue;
       return {
         status: 'modified',
         source: 'receipt',
         receipt: fuller,
         reason:
           `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later ` +
-          `(${receipt.registeredAt}) than ${matched}, the receipt of its digest: it may be an older build ` +
+          `(${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build ` +
           '(receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)',
       };
     }
@@ -394,19 +403,29 @@ export class Evidence {
   }
 }
 
-/** When the receipt `text` (consistent) says its registration was completed, in ms; undefined for a bare record. */
-function registeredMs(text: string): number | undefined {
-  const receipt = readReceipt(text);
-  return receipt.consistent && receipt.registeredAt !== undefined ? Date.parse(receipt.registeredAt) : undefined;
+/**
+ * When `receipt`'s registration was completed, in ms: as a v1 receipt says,
+ * or for a bare record (written before v1, which does not say) when the
+ * service created it, its creationDate (r93: such a receipt was never
+ * compared). Undefined when neither says.
+ */
+function registeredMs(receipt: ConsistentReceipt): number | undefined {
+  if (receipt.registeredAt !== undefined) return Date.parse(receipt.registeredAt);
+  const { creationDate } = JSON.parse(receipt.recordJson) as { creationDate?: unknown };
+  return typeof creationDate === 'number' && Number.isSafeInteger(creationDate) ? creationDate : undefined;
 }
 
-/** The names of the folders in `dir` (none when it cannot be read: no fuller name is looked for). */
+/**
+ * The names of the folders in `dir`, and of the links there, which may lead
+ * to one (r93: a receipts folder linked in was passed over); none when `dir`
+ * cannot be read: no fuller name is looked for.
+ */
 async function topFolders(dir: string): Promise<Set<string>> {
   const entries = await readOr(
     () => readdir(dir, { withFileTypes: true }),
     () => [],
   );
-  return new Set(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name));
+  return new Set(entries.filter((entry) => entry.isDirectory() || entry.isSymbolicLink()).map((entry) => entry.name));
 }
 
 /** The note on a `modified` finding whose digest has a receipt under another name (`found`). */

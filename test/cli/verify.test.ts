@@ -114,6 +114,22 @@ describe('runVerify', () => {
     expect(own.code, own.stderr).toBe(0);
   });
 
+  it("one run's documents, one's path a fuller name of another's (site/docs, site/site/docs): verified as registered (r93)", async () => {
+    const receipts = bed.path('site-receipts');
+    await bed.file('site/docs/index.html', 'the docs\n');
+    await bed.file('site/site/docs/index.html', 'the nested docs\n');
+    const site = bed.path('site');
+    const register = await bed.main(['register', '-r', site, '-j', '1', '--receipt-dir', receipts, '--quiet']);
+    expect(register.code, register.stderr).toBe(0);
+    const run = await bed.main(['verify', '-r', site, '--receipt-dir', receipts, '--output', 'ndjson']);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const statuses = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { status: string }).status);
+    expect(statuses).toEqual(['verified', 'verified']);
+  });
+
   it('verified, modified and unknown documents in input order; the run fails with exit 6', async () => {
     const good = await registered('a.txt', 'a\n');
     const goodHash = sha256('a\n');

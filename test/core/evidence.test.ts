@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Evidence, judgeByReceipt, MAX_RECEIPT_BYTES, readReceiptFile } from '../../src/core/evidence.js';
@@ -14,6 +14,7 @@ import { LedgerIndex } from '../../src/core/ledger.js';
 import { receiptText } from '../../src/core/receipt-format.js';
 import { UsageError } from '../../src/errors.js';
 import { rejectionOf } from '../helpers/catch.js';
+import { sampleRecord } from '../helpers/fixtures.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const tempDir = useTempDirs('notarize-evidence-');
@@ -42,6 +43,14 @@ const ledgerWith = (hash: string, name: string) =>
   ]);
 
 const fileItem = (path: string): InputItem => ({ kind: 'file', path, size: 3 });
+
+/** The document 'doc' (of digest HASH) written at `dir`/`segments`, its folders made. */
+function docAt(dir: string, ...segments: string[]): string {
+  mkdirSync(join(dir, ...segments.slice(0, -1)), { recursive: true });
+  const path = join(dir, ...segments);
+  writeFileSync(path, 'doc');
+  return path;
+}
 
 describe('judgeByReceipt', () => {
   it("verified with the receipt's record and service; modified for another digest; invalid when it contradicts itself", () => {
@@ -194,9 +203,7 @@ describe('Evidence.judge: the first source found decides', () => {
 
   it("a receipt of its digest by this run's name, a later one of another digest named after more of its path: modified (r92)", async () => {
     const dir = tempDir();
-    const doc = join(dir, 'build', 'linux', 'app.tgz');
-    mkdirSync(join(dir, 'build', 'linux'), { recursive: true });
-    writeFileSync(doc, 'doc');
+    const doc = docAt(dir, 'build', 'linux', 'app.tgz');
     const receipts = join(dir, 'receipts');
     mkdirSync(join(receipts, 'linux'), { recursive: true });
     const empty = ledgerWith(OTHER, 'unrelated.txt');
@@ -237,6 +244,64 @@ describe('Evidence.judge: the first source found decides', () => {
         receipt: released,
       });
     }
+  });
+
+  it('a fuller name in a linked folder, or a bare record dated by its creationDate, is compared too (r93)', async () => {
+    const dir = tempDir();
+    const doc = docAt(dir, 'build', 'linux', 'app.tgz');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(receipts);
+    mkdirSync(join(dir, 'kept', 'linux'), { recursive: true });
+    const empty = ledgerWith(OTHER, 'unrelated.txt');
+    const released = join(receipts, 'app.tgz.notarization.json');
+    writeFileSync(released, receiptOf(HASH, 'app.tgz', '2026-11-01T00:00:00.000Z'));
+    // receipts/linux is a link to a folder kept elsewhere.
+    symlinkSync(join(dir, 'kept', 'linux'), join(receipts, 'linux'));
+    const fuller = join(receipts, 'linux', 'app.tgz.notarization.json');
+    writeFileSync(fuller, receiptOf(OTHER, 'linux/app.tgz', '2026-11-20T00:00:00Z'));
+    const sources = { receiptDir: { dir: receipts, names: ['app.tgz'] } };
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: fuller,
+    });
+    // A bare record (a receipt before v1) has no registeredAt: its creationDate (ms) dates it.
+    const bare = (hash: string, at: string) => sampleRecord(hash, { creationDate: Date.parse(at) });
+    writeFileSync(fuller, bare(OTHER, '2026-11-20T00:00:00Z'));
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: fuller,
+      reason: expect.stringContaining('registered later (2026-11-20T00:00:00.000Z)') as string,
+    });
+    writeFileSync(released, bare(HASH, '2026-11-01T00:00:00Z'));
+    writeFileSync(fuller, receiptOf(OTHER, 'linux/app.tgz', '2026-11-20T00:00:00Z'));
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: fuller,
+    });
+    writeFileSync(fuller, bare(OTHER, '2026-10-01T00:00:00Z'));
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: released,
+    });
+  });
+
+  it("a fuller name of its path that is another document's name in this run is that document's receipt (r93)", async () => {
+    const dir = tempDir();
+    // One run walked site: site/docs/index.html is docs/index.html, site/site/docs/index.html site/docs/index.html.
+    const doc = docAt(dir, 'site', 'docs', 'index.html');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(join(receipts, 'docs'), { recursive: true });
+    mkdirSync(join(receipts, 'site', 'docs'), { recursive: true });
+    const own = join(receipts, 'docs', 'index.html.notarization.json');
+    writeFileSync(own, receiptOf(HASH, 'docs/index.html', '2026-11-20T00:00:00.000Z'));
+    const other = join(receipts, 'site', 'docs', 'index.html.notarization.json');
+    writeFileSync(other, receiptOf(OTHER, 'site/docs/index.html', '2026-11-20T00:00:01.000Z'));
+    const empty = ledgerWith(OTHER, 'unrelated.txt');
+    const sources = { receiptDir: { dir: receipts, names: ['docs/index.html', 'site/docs/index.html'] } };
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: own,
+    });
   });
 
   it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {
