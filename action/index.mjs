@@ -12105,7 +12105,8 @@ var init_hash$1 = __esmMin((() => {
 * never shows up after a paid completion: the directory is a writable
 * directory, names do not collide within the run and fit the filesystem, and
 * an existing file that is not a receipt of the same digest is refused (one
-* of the same digest, such as a receipt written before v1, is replaced). A write that still fails
+* of the same digest and registration, such as a receipt written before v1,
+* is replaced; one of another registration is left: writeReceipt). A write that still fails
 * after the completion (a full disk) is exit 1: something was sent.
 *
 * Names: a file named on the command line gets its file name; a file found
@@ -12354,12 +12355,12 @@ async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 		if (receipt.baseUrl === void 0 || receipt.baseUrl === baseUrl) return;
 		throw new UsageError(`receipt ${path} is of this document's registration with another service (${receipt.baseUrl}): a new receipt would replace that evidence`, {
 			code: "receipt_exists",
-			hint: "move it aside and keep it (it proves that registration), or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
+			hint: `move it aside and keep it (it proves that registration), or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`
 		});
 	}
 	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
 		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
+		hint: `remove it and run again, or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`
 	});
 }
 /**
@@ -12482,56 +12483,94 @@ function receiptOf(text, hash) {
 async function receiptAt(path, hash) {
 	return receiptOf(await readNoFollow(path), hash);
 }
+/** What a consistent receipt says was registered: the root its proof leads to, or its document on its own. */
+function claimOf(receipt) {
+	return receipt.proof?.root ?? receipt.sha256;
+}
+/**
+* The receipt of the same digest already at a document's place, `existing`
+* (text), when the new receipt `text` may not replace it: it claims another
+* registration (a root, or the document on its own) or another service than
+* `text` does, and that claim is not one the service said it does not have
+* (`refuted`). Such a receipt may be the only copy of a paid registration's
+* record (sent once): r89 lost one so in a run, r91 in a store whose ledger
+* had the document's root. One of the same registration, or of a refuted
+* one, is replaced: the receipt of what this run confirmed is written.
+*/
+function otherClaim(existing, text, path, hash, refuted) {
+	const there = receiptOf(existing, hash);
+	const written = readReceipt(text);
+	if (there === void 0 || !written.consistent) return void 0;
+	const claimed = claimOf(there);
+	const service = there.baseUrl !== void 0 && there.baseUrl !== written.baseUrl ? there.baseUrl : void 0;
+	if (claimed === claimOf(written) && service === void 0 || refuted(claimed)) return void 0;
+	return {
+		kind: "other",
+		path,
+		claimed,
+		...service === void 0 ? {} : { service }
+	};
+}
 /**
 * Writes `text`, the receipt of document `index` (digest `hash`), after its
 * registration ended, and returns its path. Identical content already there
-* is left as is; another receipt of the same digest is replaced, also one
-* another run wrote between the look and the write. A failure here comes
-* after something was sent: exit 1, never 2. `recordFrom`: the receipt the
-* record came from, when the ledger has none (RootRecordsInReceipts).
+* is left as is; another receipt of the same digest is replaced (also one
+* another run wrote between the look and the write) when it is of the same
+* registration, or `overwrite` (--force), or `refuted` says the service does
+* not have what it claims; else it is left as it is and returned as
+* `other` (otherClaim). A failure here comes after something was sent: exit
+* 1, never 2. `recordFrom`: the receipt the record came from, when the
+* ledger has none (RootRecordsInReceipts).
 */
-async function writeReceipt(plan, index, hash, text, overwrite, recordFrom) {
+async function writeReceipt(plan, index, hash, text, overwrite, recordFrom, refuted = () => false) {
 	const path = receiptPath(plan, index, hash);
 	const hint = recordFrom === void 0 ? `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it` : `the registration itself is done; this store has no record of it, ${recordFrom} has: running the same command again writes the receipt from it`;
 	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.failed, message, {
 		hint,
 		cause
 	});
+	const kept = (existing) => overwrite ? void 0 : otherClaim(existing, text, path, hash, refuted);
 	try {
 		await makeFolders(plan.dir, plan.names[index] ?? hash);
 		const existing = await readNoFollow(path);
-		if (existing === text) return path;
+		if (existing === text) return { path };
 		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
+		const other = kept(existing);
+		if (other !== void 0) return { other };
 		await writeFileAtomic(path, text, {
 			mode: 438,
 			replace: overwrite || receiptOf(existing, hash) !== void 0,
 			flushes: plan.flushes
 		});
-		return path;
+		return { path };
 	} catch (error) {
 		const afterSending = refusalAfterSending(error, hint);
 		if (afterSending !== error) throw afterSending;
 		if (error instanceof UsageError) throw failed(error.message, error);
 		const code = error.code;
 		const existing = code === "EEXIST" ? await readNoFollow(path).catch(() => void 0) : void 0;
-		if (existing === text) return path;
+		if (existing === text) return { path };
 		if (code === "EEXIST" && existing !== void 0) {
-			if (receiptOf(existing, hash) !== void 0) try {
-				await writeFileAtomic(path, text, {
-					mode: 438,
-					replace: true,
-					flushes: plan.flushes
-				});
-				return path;
-			} catch (again) {
-				throw failed(`the receipt ${path} could not be written: ${writeErrorReason(again)}`, again);
+			if (receiptOf(existing, hash) !== void 0) {
+				const other = kept(existing);
+				if (other !== void 0) return { other };
+				try {
+					await writeFileAtomic(path, text, {
+						mode: 438,
+						replace: true,
+						flushes: plan.flushes
+					});
+					return { path };
+				} catch (again) {
+					throw failed(`the receipt ${path} could not be written: ${writeErrorReason(again)}`, again);
+				}
 			}
 			throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
 		}
 		throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
 	}
 }
-var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_RECEIPT_NAME_BYTES, PARENT_AFTER_NAME, STICKY, RootRecordsInReceipts;
+var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_RECEIPT_NAME_BYTES, PARENT_AFTER_NAME, FORCE_OVER_RECEIPT, STICKY, RootRecordsInReceipts;
 var init_receipts = __esmMin((() => {
 	init_errors$2();
 	init_fd_shortage();
@@ -12547,6 +12586,7 @@ var init_receipts = __esmMin((() => {
 	MAX_PATH_BYTES = 4095;
 	MAX_RECEIPT_NAME_BYTES = MAX_NAME_BYTES - 31;
 	PARENT_AFTER_NAME = "is spelt with '..' after a folder's name, which after a link names another folder than it reads: give it without (its real path)";
+	FORCE_OVER_RECEIPT = "--force registers the document again and writes its receipt over it, unless the service already has it and this store has no record of it: then nothing is written";
 	STICKY = 512;
 	RootRecordsInReceipts = class {
 		#found = /* @__PURE__ */ new Map();
@@ -18375,9 +18415,18 @@ var init_manifests = __esmMin((() => {
 		#absentManifests = /* @__PURE__ */ new Set();
 		/** Whether the warning listing them (staleManifests) was given. */
 		#warned = false;
+		/** The roots the service said it does not have. */
+		#refuted = /* @__PURE__ */ new Set();
 		/** Whether `root` was asked about in this run. */
 		has(root) {
 			return this.#answers.has(root);
+		}
+		/**
+		* Whether the service said, in this run, that it does not have `root`: a
+		* receipt claiming it may be written over (writeReceipt).
+		*/
+		refutes(root) {
+			return this.#refuted.has(root);
 		}
 		/**
 		* Why `file`, which names `root`, is not asked about: once
@@ -18431,6 +18480,7 @@ var init_manifests = __esmMin((() => {
 			asked ??= ask();
 			this.#answers.set(root, asked);
 			return asked.then((said) => {
+				if (said.kind === "absent") this.#refuted.add(root);
 				if (said.kind === "absent" && file !== void 0) {
 					if (first) this.#absent.push(file);
 					if (manifestRoot(basename(file)) !== void 0) this.#absentManifests.add(file);
@@ -19609,6 +19659,10 @@ var init_register_roots = __esmMin((() => {
 			if (flags.length === 0 || this.#warnedRootFlags) return;
 			this.#warnedRootFlags = true;
 			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
+		}
+		/** Whether the service said in this run that it does not have `root` (RootAsks.refutes). */
+		refutes(root) {
+			return this.#asks.refutes(root);
 		}
 		/** Says which manifests of --receipt-dir name roots the service does not have (RootAsks.warnStaleManifests). */
 		warnStaleManifests() {
@@ -23155,13 +23209,20 @@ var init_register_aggregate = __esmMin((() => {
 					...proof ? { proof } : {}
 				}), doc.sha256, (raw) => io.redact(raw));
 				const path = receiptPath(plan, doc.index, doc.sha256);
-				const write = (this.#writing.get(path) ?? Promise.resolve()).then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force, entry.path));
+				const before = this.#writing.get(path) ?? Promise.resolve();
+				const refuted = (claimed) => this.#asks.refutes(claimed);
+				const write = before.then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force, entry.path, refuted));
 				const settled = write.then(() => {}, () => {});
 				this.#writing.set(path, settled);
 				settled.then(() => {
 					if (this.#writing.get(path) === settled) this.#writing.delete(path);
 				});
-				const receipt = await write;
+				const written = await write;
+				if ("other" in written) {
+					io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256));
+					return {};
+				}
+				const receipt = written.path;
 				if (entry.path !== void 0 && proof !== void 0) this.#rootRecords?.wrote(proof.root);
 				if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.path));
 				return { receipt };
@@ -23292,9 +23353,11 @@ async function runRegister(options, items = new ItemResults()) {
 /**
 * Writes the receipt of a registration from its record (`entry`: the
 * ledger's, or a root's as another receipt, `recordFrom`, carries it). A write failure is
-* returned, not thrown: the registration's result must still be shown.
+* returned, not thrown: the registration's result must still be shown. A
+* receipt of another registration of the document there is left as it is,
+* said so (writeReceipt, `refuted`).
 */
-async function receiptFor(options, plan, index, entry, baseUrl, under, size) {
+async function receiptFor(options, plan, index, entry, baseUrl, under, size, refuted) {
 	const sha256 = under?.sha256 ?? entry.hash;
 	try {
 		const { text, redacted } = redactedReceipt(receiptText({
@@ -23308,7 +23371,12 @@ async function receiptFor(options, plan, index, entry, baseUrl, under, size) {
 			registeredAt: entry.completedAt,
 			...under ? { proof: under.proof } : {}
 		}), sha256, (raw) => options.io.redact(raw));
-		const receipt = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom);
+		const written = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom, refuted);
+		if ("other" in written) {
+			options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256));
+			return {};
+		}
+		const receipt = written.path;
 		if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.recordFrom));
 		return { receipt };
 	} catch (error) {
@@ -23729,7 +23797,7 @@ var init_register = __esmMin((() => {
 						completedAt,
 						recordFrom
 					};
-					const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+					const written = await this.#receiptFor(receipts, index, entry, under, input.file?.size);
 					if (written.receipt !== void 0) this.#rootRecords.wrote(entry.hash);
 					if (this.#documents.single) await this.#warnRootRecords();
 					return {
@@ -23755,12 +23823,17 @@ var init_register = __esmMin((() => {
 				outcome,
 				...self
 			};
-			const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+			const written = await this.#receiptFor(receipts, index, entry, under, input.file?.size);
 			return {
 				outcome,
 				...self,
 				...written
 			};
+		}
+		/** receiptFor, with what this run learnt: a receipt there claiming a root the service does not have is replaced. */
+		#receiptFor(plan, index, entry, under, size) {
+			const refuted = (claimed) => this.#roots.refutes(claimed);
+			return receiptFor(this.#options, plan, index, entry, this.#baseUrl, under, size, refuted);
 		}
 		/**
 		* The ledger's answer for `input`, when it has the record and nothing is

@@ -1019,7 +1019,11 @@ export class Aggregator {
       // Receipts are written several at once; a document named twice has one receipt path: its writes take turns.
       const path = receiptPath(plan, doc.index, doc.sha256);
       const before = this.#writing.get(path) ?? Promise.resolve();
-      const write = before.then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force, entry.path));
+      // A receipt there of a root the service said in this run it does not have is replaced (writeReceipt).
+      const refuted = (claimed: string) => this.#asks.refutes(claimed);
+      const write = before.then(() =>
+        writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force, entry.path, refuted),
+      );
       const settled = write.then(
         () => {},
         () => {},
@@ -1029,7 +1033,13 @@ export class Aggregator {
       void settled.then(() => {
         if (this.#writing.get(path) === settled) this.#writing.delete(path);
       });
-      const receipt = await write;
+      const written = await write;
+      if ('other' in written) {
+        // A receipt of another registration of it there: left as it is, nothing written over it, named by no result.
+        io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256));
+        return {};
+      }
+      const receipt = written.path;
       // Written from a root's record another receipt carries: the run's warnings say which.
       if (entry.path !== undefined && proof !== undefined) this.#rootRecords?.wrote(proof.root);
       if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.path));

@@ -292,6 +292,11 @@ export class DocumentRoots {
     );
   }
 
+  /** Whether the service said in this run that it does not have `root` (RootAsks.refutes). */
+  refutes(root: string): boolean {
+    return this.#asks.refutes(root);
+  }
+
   /** Says which manifests of --receipt-dir name roots the service does not have (RootAsks.warnStaleManifests). */
   warnStaleManifests(): void {
     this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));

@@ -594,7 +594,7 @@ class Registrar {
       if (record !== undefined) {
         const { recordJson, completedAt, path: recordFrom } = record;
         const entry = { hash: under!.proof.root, recordJson, completedAt, recordFrom };
-        const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+        const written = await this.#receiptFor(receipts, index, entry, under, input.file?.size);
         if (written.receipt !== undefined) this.#rootRecords!.wrote(entry.hash);
         if (this.#documents.single) await this.#warnRootRecords();
         return { outcome, ...self, ...written };
@@ -613,8 +613,20 @@ class Registrar {
     }
     const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
     if (entry === undefined) return { outcome, ...self };
-    const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+    const written = await this.#receiptFor(receipts, index, entry, under, input.file?.size);
     return { outcome, ...self, ...written };
+  }
+
+  /** receiptFor, with what this run learnt: a receipt there claiming a root the service does not have is replaced. */
+  #receiptFor(
+    plan: ReceiptPlan,
+    index: number,
+    entry: ReceiptEntry,
+    under: UnderRoot | undefined,
+    size: number | undefined,
+  ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
+    const refuted = (claimed: string) => this.#roots.refutes(claimed);
+    return receiptFor(this.#options, plan, index, entry, this.#baseUrl, under, size, refuted);
   }
 
   /**
@@ -685,19 +697,28 @@ class Registrar {
   }
 }
 
+/** The record a receipt is written from (receiptFor). */
+type ReceiptEntry = Pick<LedgerEntry, 'hash' | 'recordJson' | 'completedAt'> & {
+  file?: LedgerEntry['file'];
+  recordFrom?: string;
+};
+
 /**
  * Writes the receipt of a registration from its record (`entry`: the
  * ledger's, or a root's as another receipt, `recordFrom`, carries it). A write failure is
- * returned, not thrown: the registration's result must still be shown.
+ * returned, not thrown: the registration's result must still be shown. A
+ * receipt of another registration of the document there is left as it is,
+ * said so (writeReceipt, `refuted`).
  */
 async function receiptFor(
   options: Pick<RegisterOptions, 'io' | 'force'>,
   plan: ReceiptPlan,
   index: number,
-  entry: Pick<LedgerEntry, 'hash' | 'recordJson' | 'completedAt'> & { file?: LedgerEntry['file']; recordFrom?: string },
+  entry: ReceiptEntry,
   baseUrl: string,
   under: UnderRoot | undefined,
   size: number | undefined,
+  refuted?: (claimed: string) => boolean,
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
   // Under a root: the document's own digest, and the proof from it to the root the record is of (whose
   // record holds no file): its size is the file's as hashed here, as `register --aggregate` writes it.
@@ -714,7 +735,13 @@ async function receiptFor(
       sha256,
       (raw) => options.io.redact(raw),
     );
-    const receipt = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom);
+    const written = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom, refuted);
+    if ('other' in written) {
+      // A receipt of another registration of it there: left as it is, nothing written over it, named by no result.
+      options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256));
+      return {};
+    }
+    const receipt = written.path;
     if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.recordFrom));
     return { receipt };
   } catch (error) {

@@ -126,10 +126,20 @@ export class RootAsks {
   readonly #absentManifests = new Set<string>();
   /** Whether the warning listing them (staleManifests) was given. */
   #warned = false;
+  /** The roots the service said it does not have. */
+  readonly #refuted = new Set<string>();
 
   /** Whether `root` was asked about in this run. */
   has(root: string): boolean {
     return this.#answers.has(root);
+  }
+
+  /**
+   * Whether the service said, in this run, that it does not have `root`: a
+   * receipt claiming it may be written over (writeReceipt).
+   */
+  refutes(root: string): boolean {
+    return this.#refuted.has(root);
   }
 
   /**
@@ -184,6 +194,7 @@ export class RootAsks {
     asked ??= ask();
     this.#answers.set(root, asked);
     return asked.then((said) => {
+      if (said.kind === 'absent') this.#refuted.add(root);
       if (said.kind === 'absent' && file !== undefined) {
         if (first) this.#absent.push(file);
         if (manifestRoot(basename(file)) !== undefined) this.#absentManifests.add(file);

@@ -7,7 +7,8 @@
  * never shows up after a paid completion: the directory is a writable
  * directory, names do not collide within the run and fit the filesystem, and
  * an existing file that is not a receipt of the same digest is refused (one
- * of the same digest, such as a receipt written before v1, is replaced). A write that still fails
+ * of the same digest and registration, such as a receipt written before v1,
+ * is replaced; one of another registration is left: writeReceipt). A write that still fails
  * after the completion (a full disk) is exit 1: something was sent.
  *
  * Names: a file named on the command line gets its file name; a file found
@@ -313,6 +314,16 @@ export function receiptPath(plan: ReceiptPlan, index: number, hash: string): str
 }
 
 /**
+ * What --force does to a file at a receipt's place: the document is
+ * registered again, and a receipt can only be written from a record. A
+ * service that already has the document answers 409 with none, and a store
+ * with no record of it (a cold runner) has none either (r91: the hint said
+ * --force overwrites it, and the file stayed).
+ */
+const FORCE_OVER_RECEIPT =
+  '--force registers the document again and writes its receipt over it, unless the service already has it and this store has no record of it: then nothing is written';
+
+/**
  * Before document `index` is sent: an existing receipt is refused (UsageError,
  * nothing sent) unless it is a receipt of this very digest from the service
  * at `baseUrl` (which the new one replaces; another service's is evidence
@@ -371,13 +382,13 @@ export async function checkBeforeSending(
         'a new receipt would replace that evidence',
       {
         code: 'receipt_exists',
-        hint: 'move it aside and keep it (it proves that registration), or choose another --receipt-dir (--force overwrites it, but also registers the document again)',
+        hint: `move it aside and keep it (it proves that registration), or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`,
       },
     );
   }
   throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
     code: 'receipt_exists',
-    hint: 'remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)',
+    hint: `remove it and run again, or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`,
   });
 }
 
@@ -682,13 +693,55 @@ async function receiptAt(path: string, hash: string): Promise<ConsistentReceipt 
   return receiptOf(await readNoFollow(path), hash);
 }
 
+/** What a consistent receipt says was registered: the root its proof leads to, or its document on its own. */
+function claimOf(receipt: ConsistentReceipt): string {
+  return receipt.proof?.root ?? receipt.sha256;
+}
+
+/**
+ * What writeReceipt did: wrote `path` (or found it there, identical), or
+ * left `other` at the document's place: a receipt of the same document
+ * that claims another registration, or names another service, which no run
+ * may write over unless told that registration does not exist.
+ */
+export type WrittenReceipt = { path: string } | { other: Extract<KeptReceipt, { kind: 'other' }> };
+
+/**
+ * The receipt of the same digest already at a document's place, `existing`
+ * (text), when the new receipt `text` may not replace it: it claims another
+ * registration (a root, or the document on its own) or another service than
+ * `text` does, and that claim is not one the service said it does not have
+ * (`refuted`). Such a receipt may be the only copy of a paid registration's
+ * record (sent once): r89 lost one so in a run, r91 in a store whose ledger
+ * had the document's root. One of the same registration, or of a refuted
+ * one, is replaced: the receipt of what this run confirmed is written.
+ */
+function otherClaim(
+  existing: string | undefined,
+  text: string,
+  path: string,
+  hash: string,
+  refuted: (claimed: string) => boolean,
+): Extract<KeptReceipt, { kind: 'other' }> | undefined {
+  const there = receiptOf(existing, hash);
+  const written = readReceipt(text);
+  if (there === undefined || !written.consistent) return undefined;
+  const claimed = claimOf(there);
+  const service = there.baseUrl !== undefined && there.baseUrl !== written.baseUrl ? there.baseUrl : undefined;
+  if ((claimed === claimOf(written) && service === undefined) || refuted(claimed)) return undefined;
+  return { kind: 'other', path, claimed, ...(service === undefined ? {} : { service }) };
+}
+
 /**
  * Writes `text`, the receipt of document `index` (digest `hash`), after its
  * registration ended, and returns its path. Identical content already there
- * is left as is; another receipt of the same digest is replaced, also one
- * another run wrote between the look and the write. A failure here comes
- * after something was sent: exit 1, never 2. `recordFrom`: the receipt the
- * record came from, when the ledger has none (RootRecordsInReceipts).
+ * is left as is; another receipt of the same digest is replaced (also one
+ * another run wrote between the look and the write) when it is of the same
+ * registration, or `overwrite` (--force), or `refuted` says the service does
+ * not have what it claims; else it is left as it is and returned as
+ * `other` (otherClaim). A failure here comes after something was sent: exit
+ * 1, never 2. `recordFrom`: the receipt the record came from, when the
+ * ledger has none (RootRecordsInReceipts).
  */
 export async function writeReceipt(
   plan: ReceiptPlan,
@@ -697,7 +750,8 @@ export async function writeReceipt(
   text: string,
   overwrite: boolean,
   recordFrom?: string,
-): Promise<string> {
+  refuted: (claimed: string) => boolean = () => false,
+): Promise<WrittenReceipt> {
   const path = receiptPath(plan, index, hash);
   const hint =
     recordFrom === undefined
@@ -705,15 +759,18 @@ export async function writeReceipt(
       : `the registration itself is done; this store has no record of it, ${recordFrom} has: running the same command again writes the receipt from it`;
   const failed = (message: string, cause: unknown) =>
     new NotarizeError('receipt_write', EXIT.failed, message, { hint, cause });
+  const kept = (existing: string | undefined) =>
+    overwrite ? undefined : otherClaim(existing, text, path, hash, refuted);
   try {
     await makeFolders(plan.dir, plan.names[index] ?? hash);
     const existing = await readNoFollow(path);
-    if (existing === text) return path;
+    if (existing === text) return { path };
     if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw linkRefused(path, 'receipt');
-    // Never through a link, even one planted since the check (see the module comment).
+    const other = kept(existing);
+    if (other !== undefined) return { other };
     const replace = overwrite || receiptOf(existing, hash) !== undefined;
     await writeFileAtomic(path, text, { mode: 0o666, replace, flushes: plan.flushes });
-    return path;
+    return { path };
   } catch (error) {
     // A folder unreadable for want of descriptors: the remedy, and no "nothing was sent" (r87).
     const afterSending = refusalAfterSending(error, hint);
@@ -723,15 +780,17 @@ export async function writeReceipt(
     }
     const code = (error as NodeJS.ErrnoException).code;
     const existing = code === 'EEXIST' ? await readNoFollow(path).catch(() => undefined) : undefined;
-    if (existing === text) return path;
+    if (existing === text) return { path };
     // EEXIST from the write itself (a receipt that appeared since the check), not from mkdir.
     if (code === 'EEXIST' && existing !== undefined) {
       // Another process's receipt of the same document (an aggregate and a per-document run sharing the
       // folder): replaced, as one found before the write is.
       if (receiptOf(existing, hash) !== undefined) {
+        const other = kept(existing);
+        if (other !== undefined) return { other };
         try {
           await writeFileAtomic(path, text, { mode: 0o666, replace: true, flushes: plan.flushes });
-          return path;
+          return { path };
         } catch (again) {
           throw failed(`the receipt ${path} could not be written: ${writeErrorReason(again)}`, again);
         }

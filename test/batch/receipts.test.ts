@@ -147,8 +147,10 @@ describe('--receipt-dir', () => {
     expect(refused.code, describeRun(refused)).toBe(2);
     const hint = jsonError(refused.stderr).hint;
     expect(hint).toMatch(/remove it/);
-    // The hint is honest about --force: it would register the document again.
-    expect(hint).toMatch(/--force overwrites it, but also registers the document again/);
+    // The hint is honest about --force: it would register the document again, and write only from a record (r91).
+    expect(hint).toContain(
+      '--force registers the document again and writes its receipt over it, unless the service already has it and this store has no record of it: then nothing is written',
+    );
     // Exit 2 means nothing was sent: the receipt was checked before the request step.
     expect(bed.requestedHashes()).toEqual([]);
     expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);

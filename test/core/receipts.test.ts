@@ -18,7 +18,7 @@ import {
   type ReceiptPlan,
 } from '../../src/core/receipts.js';
 import { leafHash } from '../../src/core/merkle.js';
-import { receiptText } from '../../src/core/receipt-format.js';
+import { PROOF_TYPE, receiptText } from '../../src/core/receipt-format.js';
 import { TEMPORARY_NAME_EXTRA_BYTES, writeFileAtomic } from '../../src/store/files.js';
 import { NotarizeError, UsageError } from '../../src/errors.js';
 import { sampleRecord } from '../helpers/fixtures.js';
@@ -283,10 +283,10 @@ describe('writeReceipt', () => {
   it('writes the receipt text as given, creating its folders; the same text again is left as is', async () => {
     const dir = join(tempDir(), 'receipts');
     const plan = await planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]);
-    const path = await writeReceipt(plan, 0, hash, receiptOf(hash), false);
-    expect(path).toBe(join(dir, 'linux', `app${RECEIPT_SUFFIX}`));
+    const path = join(dir, 'linux', `app${RECEIPT_SUFFIX}`);
+    expect(await writeReceipt(plan, 0, hash, receiptOf(hash), false)).toEqual({ path });
     expect(readFileSync(path, 'utf8')).toBe(receiptOf(hash));
-    expect(await writeReceipt(plan, 0, hash, receiptOf(hash), false)).toBe(path);
+    expect(await writeReceipt(plan, 0, hash, receiptOf(hash), false)).toEqual({ path });
     expect(readFileSync(path, 'utf8')).toBe(receiptOf(hash));
   });
 
@@ -294,8 +294,49 @@ describe('writeReceipt', () => {
     const plan = await planFor('doc.txt');
     const path = receiptPath(plan, 0, hash);
     writeFileSync(path, `${recordOf(hash)}\n`);
-    expect(await writeReceipt(plan, 0, hash, receiptOf(hash), false)).toBe(path);
+    expect(await writeReceipt(plan, 0, hash, receiptOf(hash), false)).toEqual({ path });
     expect(readFileSync(path, 'utf8')).toBe(receiptOf(hash));
+  });
+
+  it('leaves a receipt of another registration of the document, or of another service, unless refuted or --force (r91)', async () => {
+    const plan = await planFor('doc.txt');
+    const path = receiptPath(plan, 0, hash);
+    // The document registered on its own there; this run writes its receipt under a Merkle root.
+    const salt = Buffer.alloc(32, 9);
+    const root = leafHash(Buffer.from(hash, 'hex'), salt).toString('hex');
+    const proof = {
+      type: PROOF_TYPE as typeof PROOF_TYPE,
+      leafSalt: salt.toString('hex'),
+      leafIndex: 0,
+      treeSize: 1,
+      path: [],
+      root,
+    };
+    const underRoot = receiptText({
+      document: { name: 'doc.txt', sha256: hash, size: 3 },
+      recordJson: recordOf(root),
+      baseUrl: SERVICE,
+      registeredAt: '2026-11-25T00:00:00.000Z',
+      proof,
+    });
+    const own = receiptOf(hash);
+    for (const [there, text, claimed, service] of [
+      [own, underRoot, hash, undefined],
+      [underRoot, own, root, undefined],
+      [receiptOf(hash, 'https://other.example'), own, hash, 'https://other.example'],
+    ] as const) {
+      writeFileSync(path, there);
+      expect(await writeReceipt(plan, 0, hash, text, false)).toEqual({
+        other: { kind: 'other', path, claimed, ...(service === undefined ? {} : { service }) },
+      });
+      expect(readFileSync(path, 'utf8')).toBe(there);
+    }
+    // What it claims refuted by the service in this run, or --force: replaced.
+    writeFileSync(path, underRoot);
+    expect(await writeReceipt(plan, 0, hash, own, false, undefined, (claimed) => claimed === root)).toEqual({ path });
+    expect(readFileSync(path, 'utf8')).toBe(own);
+    expect(await writeReceipt(plan, 0, hash, underRoot, true)).toEqual({ path });
+    expect(readFileSync(path, 'utf8')).toBe(underRoot);
   });
 
   it('refuses with exit 1 a receipt that appeared with other content since the check, or replaces it with --force', async () => {
@@ -323,7 +364,7 @@ describe('writeReceipt', () => {
       writeReceipt(plan, 0, hash, other, false),
       writeReceipt(plan, 0, hash, receiptOf(hash), false),
     ]);
-    expect(written).toEqual([path, path]);
+    expect(written).toEqual([{ path }, { path }]);
     expect([other, receiptOf(hash)]).toContain(readFileSync(path, 'utf8'));
   });
 

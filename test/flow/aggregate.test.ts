@@ -1116,11 +1116,38 @@ describe('switching between --aggregate and per-document registration never pays
     for (const name of ['b.txt.notarization.json', `${root}.tree.json`]) {
       cpSync(join(treeReceipts, name), join(receipts, name));
     }
+    await expectOwnReceiptLeft(docs[0]!, receipts, root, freshStore);
+  });
+
+  it("a receipt of a document on its own, where this store's ledger has it under a root: never replaced, not named (r91)", async () => {
+    // r91: the same as above, but the root's record in this store's ledger: the root's receipt was written
+    // over the document's own, exit 0, no word (the write replaced any receipt of the same digest).
+    const [a, b] = await writeDocs('ledger-root', 'own, and under a root in the ledger', ['a', 'b']);
+    const receipts = bed.path('ledger-root-own');
+    const own = await bed.main(['register', a!, '--receipt-dir', receipts, '--quiet'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(own.code, describeRun(own)).toBe(0);
+    const store = freshStore();
+    const tree = await onStore(store, bed.path('ledger-root-tree'), [a!, b!]);
+    expect(tree.run.code, describeRun(tree.run)).toBe(0);
+    const root = parseResults(tree.run.stdout)[0]!.proof!.root;
+    await expectOwnReceiptLeft(a!, receipts, root, () => store);
+  });
+
+  /**
+   * `register doc` and `register --aggregate doc`, each on `store()`, with the receipt of `doc` registered
+   * on its own in `receipts` where the run confirms it under `root`: nothing paid, the receipt left as it
+   * is, said so, and named by no result.
+   */
+  async function expectOwnReceiptLeft(doc: string, receipts: string, root: string, store: () => string) {
+    const ownReceipt = join(receipts, `${basename(doc)}.notarization.json`);
+    const before = readFileSync(ownReceipt, 'utf8');
     for (const aggregate of [false, true]) {
       const mark = bed.mark();
       const run = await bed.main(
-        ['register', ...(aggregate ? ['--aggregate'] : []), docs[0]!, '--receipt-dir', receipts, '--output', 'ndjson'],
-        { env: { NOTARIZE_CONFIG_DIR: freshStore() } },
+        ['register', ...(aggregate ? ['--aggregate'] : []), doc, '--receipt-dir', receipts, '--output', 'ndjson'],
+        { env: { NOTARIZE_CONFIG_DIR: store() } },
       );
       expect(run.code, describeRun(run)).toBe(0);
       expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toEqual([]);
@@ -1132,7 +1159,7 @@ describe('switching between --aggregate and per-document registration never pays
       );
       expect(readFileSync(ownReceipt, 'utf8')).toBe(before);
     }
-  });
+  }
 
   it('--aggregate on a store that had a 409 for a document on its own names its receipt there, as register does', async () => {
     // r89: per-document register named the receipt; --aggregate on the same store said "no receipt written".
