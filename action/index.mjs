@@ -12465,13 +12465,15 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 /**
 * What a run says of a receipt keptReceipt found `other` at the place of
 * document `hash`, where `confirmed` (a root, or `hash` on its own) is what
-* this run has confirmed. It says nothing of whether the receipt's own
-* claim is true: only that it is not what was confirmed here.
+* this run has confirmed at `baseUrl`. It says nothing of whether the
+* receipt's own claim is true: only that it is not what was confirmed here.
+* A receipt of another service names both services: the same claim at two
+* services read as no difference at all (r91).
 */
-function otherClaimWarning(other, hash, confirmed) {
+function otherClaimWarning(other, hash, confirmed, baseUrl) {
 	const name = (registered) => registered === hash ? "its document registered on its own" : `Merkle root ${registered}`;
-	const of = `${name(other.claimed)}${other.service === void 0 ? "" : ` at ${other.service}`}`;
-	return `${other.path} is a receipt of ${of}, where this run confirmed ${name(confirmed)}: it is left as it is, and no result names it`;
+	const [theirs, ours] = other.service === void 0 ? ["", ""] : [` at ${other.service}`, ` at ${baseUrl}`];
+	return `${other.path} is a receipt of ${name(other.claimed)}${theirs}, where this run confirmed ${name(confirmed)}${ours}: it is left as it is, and no result names it`;
 }
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text, hash) {
@@ -22678,7 +22680,7 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				throw sent ? refusalAfterSending(error) : error;
 			}
-			if (found?.kind === "other") this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed));
+			if (found?.kind === "other") this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed, this.#baseUrl));
 			return found;
 		}
 		/**
@@ -23219,7 +23221,7 @@ var init_register_aggregate = __esmMin((() => {
 				});
 				const written = await write;
 				if ("other" in written) {
-					io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256));
+					io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256, this.#baseUrl));
 					return {};
 				}
 				const receipt = written.path;
@@ -23373,7 +23375,7 @@ async function receiptFor(options, plan, index, entry, baseUrl, under, size, ref
 		}), sha256, (raw) => options.io.redact(raw));
 		const written = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom, refuted);
 		if ("other" in written) {
-			options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256));
+			options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256, baseUrl));
 			return {};
 		}
 		const receipt = written.path;
@@ -23782,7 +23784,7 @@ var init_register = __esmMin((() => {
 					receipt: kept.path
 				};
 				if (kept?.kind === "other") {
-					options.io.warn(otherClaimWarning(kept, input.hash, confirmed));
+					options.io.warn(otherClaimWarning(kept, input.hash, confirmed, this.#baseUrl));
 					return {
 						outcome,
 						...self

@@ -354,7 +354,7 @@ export class Aggregator {
       throw sent ? refusalAfterSending(error) : error;
     }
     if (found?.kind === 'other') {
-      this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed));
+      this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed, this.#baseUrl));
     }
     return found;
   }
@@ -1036,7 +1036,7 @@ export class Aggregator {
       const written = await write;
       if ('other' in written) {
         // A receipt of another registration of it there: left as it is, nothing written over it, named by no result.
-        io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256));
+        io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256, this.#baseUrl));
         return {};
       }
       const receipt = written.path;

@@ -586,7 +586,7 @@ class Registrar {
       if (kept?.kind === 'kept') return { outcome, ...self, receipt: kept.path };
       if (kept?.kind === 'other') {
         // One at its place claims another root: left as it is, nothing written over it, named by no result.
-        options.io.warn(otherClaimWarning(kept, input.hash, confirmed));
+        options.io.warn(otherClaimWarning(kept, input.hash, confirmed, this.#baseUrl));
         return { outcome, ...self };
       }
       // Under a root: another document's receipt there may carry its record (a run stopped while it wrote them).
@@ -738,7 +738,7 @@ async function receiptFor(
     const written = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom, refuted);
     if ('other' in written) {
       // A receipt of another registration of it there: left as it is, nothing written over it, named by no result.
-      options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256));
+      options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256, baseUrl));
       return {};
     }
     const receipt = written.path;

@@ -522,18 +522,24 @@ export async function keptReceipt(
 /**
  * What a run says of a receipt keptReceipt found `other` at the place of
  * document `hash`, where `confirmed` (a root, or `hash` on its own) is what
- * this run has confirmed. It says nothing of whether the receipt's own
- * claim is true: only that it is not what was confirmed here.
+ * this run has confirmed at `baseUrl`. It says nothing of whether the
+ * receipt's own claim is true: only that it is not what was confirmed here.
+ * A receipt of another service names both services: the same claim at two
+ * services read as no difference at all (r91).
  */
 export function otherClaimWarning(
   other: Extract<KeptReceipt, { kind: 'other' }>,
   hash: string,
   confirmed: string,
+  baseUrl: string,
 ): string {
   const name = (registered: string) =>
     registered === hash ? 'its document registered on its own' : `Merkle root ${registered}`;
-  const of = `${name(other.claimed)}${other.service === undefined ? '' : ` at ${other.service}`}`;
-  return `${other.path} is a receipt of ${of}, where this run confirmed ${name(confirmed)}: it is left as it is, and no result names it`;
+  const [theirs, ours] = other.service === undefined ? ['', ''] : [` at ${other.service}`, ` at ${baseUrl}`];
+  return (
+    `${other.path} is a receipt of ${name(other.claimed)}${theirs}, where this run confirmed ` +
+    `${name(confirmed)}${ours}: it is left as it is, and no result names it`
+  );
 }
 
 /** The record of a Merkle root as a receipt in --receipt-dir carries it (rootRecordInReceipts). */

@@ -3110,9 +3110,38 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
       );
       expect(again.code, describeRun(again)).toBe(2);
       expect(again.stdout + again.stderr).toContain('registration with another service (https://other.example)');
+      // The hint's --force (r91): the service has the document, this store no record: nothing is written.
+      expect(again.stdout + again.stderr).toContain(
+        'unless the service already has it and this store has no record of it: then nothing is written',
+      );
       expect(bed.callsSince(mark2)).toEqual([]);
       expect(readFileSync(join(receipts, 'a-copy.txt.notarization.json'), 'utf8')).toBe(other);
     }
+  });
+
+  it("--force where the service has the document and this store nothing: another service's receipt kept, both services named (r91)", async () => {
+    const [doc] = await writeDocs('force-other', 'forced, another service', ['a']);
+    const receipts = bed.path('force-other-receipts');
+    const first = await bed.main(['register', doc!, '--receipt-dir', receipts, '--quiet'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(first.code, describeRun(first)).toBe(0);
+    const file = join(receipts, 'a.txt.notarization.json');
+    const other = readFileSync(file, 'utf8').replaceAll(bed.url, 'https://other.example');
+    writeFileSync(file, other);
+    // The hint's --force: registered again, a 409 (the service has it), no record to write from, the file kept.
+    const mark = bed.mark();
+    const forced = await bed.main(['register', '--force', doc!, '--receipt-dir', receipts, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(forced.code, describeRun(forced)).toBe(0);
+    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['login:200', 'request:409']);
+    expect(parseNdjson(forced.stdout)[0]).toMatchObject({ status: 'already-registered' });
+    expect(forced.stderr).toContain(
+      `${file} is a receipt of its document registered on its own at https://other.example, where this run ` +
+        `confirmed its document registered on its own at ${bed.url}: it is left as it is, and no result names it`,
+    );
+    expect(readFileSync(file, 'utf8')).toBe(other);
   });
 
   it('no manifest of a root never requested: a request step refused, a root --fail-fast left out; one for a pending root', async () => {
