@@ -22729,10 +22729,12 @@ var init_register_aggregate = __esmMin((() => {
 			let reporting;
 			const unwritten = /* @__PURE__ */ new Set();
 			let underRoots = 0;
+			const recordless = /* @__PURE__ */ new Set();
 			const owing = () => {
 				if (unwritten.size === 0) return void 0;
 				const [what, verb] = this.#documents.receipts ? ["receipts", "written"] : ["results", "printed"];
-				return `the ${what} of ${unwritten.size} of the ${underRoots} documents under a Merkle root are not known to be ${verb}: run the same command again to ${verb === "written" ? "write" : "print"} them`;
+				const some = this.#documents.receipts !== void 0 && [...unwritten].some((index) => recordless.has(index));
+				return `the ${what} of ${unwritten.size} of the ${underRoots} documents under a Merkle root are not known to be ${verb}: run the same command again to ${verb === "written" ? "write" : "print"} them` + (some ? " (under a root this store has no record of, only if a receipt there carries its record)" : "");
 			};
 			const deps = {
 				api: this.#api,
@@ -22796,6 +22798,7 @@ var init_register_aggregate = __esmMin((() => {
 				for (const { doc, placement } of inTrees) {
 					const root = roots.get(placement.tree.entry.root);
 					if (root.ok && root.outcome.kind !== "pending") unwritten.add(doc.index);
+					if (root.ok && root.outcome.kind === "already-registered" && root.outcome.entry === void 0) recordless.add(doc.index);
 				}
 				underRoots = unwritten.size;
 				if (unwritten.size > 0) reporting ??= owingResult(owing);

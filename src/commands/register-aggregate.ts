@@ -412,13 +412,18 @@ export class Aggregator {
     // a signal's grace may not cover thousands of them, and its line then says a re-run writes them.
     const unwritten = new Set<number>();
     let underRoots = 0;
+    // Those under a root this store has no record of: a receipt there may carry it (#settle), or none does.
+    const recordless = new Set<number>();
     const owing = () => {
       if (unwritten.size === 0) return undefined;
       const [what, verb] = this.#documents.receipts ? ['receipts', 'written'] : ['results', 'printed'];
+      const some = this.#documents.receipts !== undefined && [...unwritten].some((index) => recordless.has(index));
       return (
         // Not known: a receipt renamed into place whose write has not returned yet is counted too (r86).
         `the ${what} of ${unwritten.size} of the ${underRoots} documents under a Merkle root are not known to be ${verb}: ` +
-        `run the same command again to ${verb === 'written' ? 'write' : 'print'} them`
+        `run the same command again to ${verb === 'written' ? 'write' : 'print'} them` +
+        // A re-run writes those only from a record a receipt there carries (r93): it cannot make one up.
+        (some ? ' (under a root this store has no record of, only if a receipt there carries its record)' : '')
       );
     };
     const deps = {
@@ -493,6 +498,8 @@ export class Aggregator {
         const root = roots.get(placement.tree.entry.root)!;
         // With no record here, a receipt under the root may still carry it (#settle): owed all the same (r87).
         if (root.ok && root.outcome.kind !== 'pending') unwritten.add(doc.index);
+        if (root.ok && root.outcome.kind === 'already-registered' && root.outcome.entry === undefined)
+          recordless.add(doc.index);
       }
       underRoots = unwritten.size;
       // A re-run writing the receipts a stopped run left sends no completion: what it owes is said all the same.
