@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { accessSync, appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, rmSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
-import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
+import { basename, dirname, extname, isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
@@ -12699,8 +12699,9 @@ var init_receipts = __esmMin((() => {
 *      `x.txt.notarization.json`); when that name's receipt is of another
 *      digest, the document is `modified`, a receipt of its digest under
 *      another name only named in the reason (it may be an older release's);
-*      when it is of its digest but a later receipt of another digest is
-*      named after more of its path, `modified` too (#laterUnderFullerName),
+*      when it is of its digest (under its name, or found by digest) but a
+*      later receipt of another digest is named after more of its path,
+*      `modified` too (#laterUnderFullerName),
 *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
@@ -12933,8 +12934,6 @@ var init_evidence = __esmMin((() => {
 		#byDigest;
 		/** The names of --receipt-dir's folders, read the first time a receipt's fuller names are looked for. */
 		#topFolders;
-		/** The names this run gives its documents in --receipt-dir, gathered the first time fuller names are looked for. */
-		#runNames;
 		constructor(sources, ledger) {
 			this.#sources = sources;
 			this.#ledger = ledger;
@@ -12965,7 +12964,8 @@ var init_evidence = __esmMin((() => {
 			if (named !== void 0 && text !== void 0) {
 				const finding = judgeByReceipt(hash, named, text);
 				if (finding.status === "verified" && receiptDir && item.kind === "file") {
-					const later = await this.#laterUnderFullerName(item.path, receiptDir, index, hash, named, text);
+					const used = receiptDir.names[index]?.split("/").length;
+					const later = used && await this.#laterUnderFullerName(item.path, receiptDir, hash, named, text, used);
 					if (later) return later;
 				}
 				if (finding.status === "modified" && receiptDir) {
@@ -12979,6 +12979,12 @@ var init_evidence = __esmMin((() => {
 			}
 			if (receiptDir) {
 				const found = await this.#ofDigest(receiptDir.dir, hash);
+				const foundText = found && item.kind === "file" ? await readQuietly(found.receipt) : void 0;
+				if (found && item.kind === "file" && foundText !== void 0) {
+					const used = relative(receiptDir.dir, found.receipt).split(sep).length;
+					const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt, foundText, used);
+					if (later) return later;
+				}
 				if (found) return {
 					...found,
 					byDigest: true
@@ -12988,41 +12994,47 @@ var init_evidence = __esmMin((() => {
 		}
 		/**
 		* A receipt of another digest, registered later, named after more of the
-		* document's path than the receipt `matched` (of its digest) that this run
-		* named it by: `modified`, said so. Names depend on the documents of a run
+		* document's path (more than `used` of its last elements) than the receipt
+		* `matched` (of its digest, text `matchedText`) that this run found it by:
+		* `modified`, said so. Names depend on the documents of a run
 		* (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
 		* which an older release registered alone may hold, while the release that
 		* registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
 		* `linux/app.tgz`: that older build swapped in passed as verified (r92).
 		* A fuller name that is older leaves the verdict alone: a later run named
-		* the document by less of its path; so does one that this run gives another
-		* of its documents. A bare record is dated by its creationDate.
+		* the document by less of its path. A bare record is dated by its
+		* creationDate.
+		*
+		* A fuller name this run gives another of its documents is checked all
+		* the same: a file added beside the swapped build (`build/linux/linux/
+		* app.tgz`, a copy of the newer one) makes that name its own, and passing
+		* over it let the older build through (r94). The one layout this flags
+		* wrongly, a folder holding a folder of its own name (`site/docs/x` beside
+		* `site/site/docs/x`, registered by one run, the second later: r93), is
+		* said so in the reason, with the way to check it (--receipt).
 		*/
-		async #laterUnderFullerName(path, receiptDir, index, hash, matched, matchedText) {
-			const name = receiptDir.names[index];
+		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used) {
 			const matchedReceipt = readReceipt(matchedText);
 			const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : void 0;
-			if (name === void 0 || matchedAt === void 0) return void 0;
+			if (matchedAt === void 0) return void 0;
 			const parts = pathSegments(resolve(path));
-			const used = name.split("/").length;
 			this.#topFolders ??= topFolders(receiptDir.dir);
 			const folders = await this.#topFolders;
-			const runNames = this.#runNames ??= new Set(receiptDir.names.filter((each) => each !== void 0));
 			for (let keep = parts.length; keep > used; keep--) {
 				if (!folders.has(parts[parts.length - keep])) continue;
 				const fullerName = parts.slice(-keep).join("/");
-				if (runNames.has(fullerName)) continue;
 				const fuller = join(receiptDir.dir, `${fullerName}${RECEIPT_SUFFIX}`);
 				const text = await readQuietly(fuller);
 				const receipt = text === void 0 ? void 0 : readReceipt(text);
 				if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
 				const at = registeredMs(receipt);
 				if (at === void 0 || !(at > matchedAt)) continue;
+				const another = receiptDir.names.includes(fullerName) ? `; it is also the name this run gives another of its documents: if one run registered both, check this one with --receipt ${matched}` : "";
 				return {
 					status: "modified",
 					source: "receipt",
 					receipt: fuller,
-					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)`
+					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)` + another
 				};
 			}
 		}
@@ -25282,10 +25294,10 @@ No network, no credentials, no store needed. Each document's digest is checked a
 --receipt <file>; its receipt under --receipt-dir (named as register names them: of another
 digest, it is modified, a receipt of its digest elsewhere named in the reason; of its digest
 while one of another digest, registered later, is named after more of its path (a run that
-had a namesake) and is no other document's name in this run, modified too: it may be an
-older build; with none of
-its name, any there of its digest, which says the bytes were registered, not as which
-artifact: verify the folder register walked to check that); without
+had a namesake), modified too: it may be an older build; with none of
+its name, any there of its digest (checked the same way against fuller names), which says
+the bytes were registered, not as which artifact: verify the folder register walked to
+check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.

@@ -67,10 +67,10 @@ No network, no credentials, no store needed. Each document's digest is checked a
 --receipt <file>; its receipt under --receipt-dir (named as register names them: of another
 digest, it is modified, a receipt of its digest elsewhere named in the reason; of its digest
 while one of another digest, registered later, is named after more of its path (a run that
-had a namesake) and is no other document's name in this run, modified too: it may be an
-older build; with none of
-its name, any there of its digest, which says the bytes were registered, not as which
-artifact: verify the folder register walked to check that); without
+had a namesake), modified too: it may be an older build; with none of
+its name, any there of its digest (checked the same way against fuller names), which says
+the bytes were registered, not as which artifact: verify the folder register walked to
+check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.

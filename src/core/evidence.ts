@@ -11,8 +11,9 @@
  *      `x.txt.notarization.json`); when that name's receipt is of another
  *      digest, the document is `modified`, a receipt of its digest under
  *      another name only named in the reason (it may be an older release's);
- *      when it is of its digest but a later receipt of another digest is
- *      named after more of its path, `modified` too (#laterUnderFullerName),
+ *      when it is of its digest (under its name, or found by digest) but a
+ *      later receipt of another digest is named after more of its path,
+ *      `modified` too (#laterUnderFullerName),
  *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
@@ -23,7 +24,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, join, relative, resolve, sep } from 'node:path';
 import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
@@ -279,8 +280,6 @@ export class Evidence {
   #byDigest: Promise<Map<string, string[]>> | undefined;
   /** The names of --receipt-dir's folders, read the first time a receipt's fuller names are looked for. */
   #topFolders: Promise<Set<string>> | undefined;
-  /** The names this run gives its documents in --receipt-dir, gathered the first time fuller names are looked for. */
-  #runNames: Set<string> | undefined;
 
   constructor(sources: ReceiptSources, ledger: LedgerIndex) {
     this.#sources = sources;
@@ -315,7 +314,8 @@ export class Evidence {
     if (named !== undefined && text !== undefined) {
       const finding = judgeByReceipt(hash, named, text);
       if (finding.status === 'verified' && receiptDir && item.kind === 'file') {
-        const later = await this.#laterUnderFullerName(item.path, receiptDir, index, hash, named, text);
+        const used = receiptDir.names[index]?.split('/').length;
+        const later = used && (await this.#laterUnderFullerName(item.path, receiptDir, hash, named, text, used));
         if (later) return later;
       }
       // Its name's receipt is of another digest: `modified`, even when a receipt of its digest is there
@@ -331,6 +331,14 @@ export class Evidence {
     }
     if (receiptDir) {
       const found = await this.#ofDigest(receiptDir.dir, hash);
+      // Found under another name: the same check against the names fuller than that one (r94: a document
+      // added to the run changed the swapped build's name to one with no receipt, and it was verified).
+      const foundText = found && item.kind === 'file' ? await readQuietly(found.receipt!) : undefined;
+      if (found && item.kind === 'file' && foundText !== undefined) {
+        const used = relative(receiptDir.dir, found.receipt!).split(sep).length;
+        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt!, foundText, used);
+        if (later) return later;
+      }
       if (found) return { ...found, byDigest: true };
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
@@ -338,46 +346,53 @@ export class Evidence {
 
   /**
    * A receipt of another digest, registered later, named after more of the
-   * document's path than the receipt `matched` (of its digest) that this run
-   * named it by: `modified`, said so. Names depend on the documents of a run
+   * document's path (more than `used` of its last elements) than the receipt
+   * `matched` (of its digest, text `matchedText`) that this run found it by:
+   * `modified`, said so. Names depend on the documents of a run
    * (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
    * which an older release registered alone may hold, while the release that
    * registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
    * `linux/app.tgz`: that older build swapped in passed as verified (r92).
    * A fuller name that is older leaves the verdict alone: a later run named
-   * the document by less of its path; so does one that this run gives another
-   * of its documents. A bare record is dated by its creationDate.
+   * the document by less of its path. A bare record is dated by its
+   * creationDate.
+   *
+   * A fuller name this run gives another of its documents is checked all
+   * the same: a file added beside the swapped build (`build/linux/linux/
+   * app.tgz`, a copy of the newer one) makes that name its own, and passing
+   * over it let the older build through (r94). The one layout this flags
+   * wrongly, a folder holding a folder of its own name (`site/docs/x` beside
+   * `site/site/docs/x`, registered by one run, the second later: r93), is
+   * said so in the reason, with the way to check it (--receipt).
    */
   async #laterUnderFullerName(
     path: string,
     receiptDir: NonNullable<ReceiptSources['receiptDir']>,
-    index: number,
     hash: string,
     matched: string,
     matchedText: string,
+    used: number,
   ): Promise<Finding | undefined> {
-    const name = receiptDir.names[index];
     const matchedReceipt = readReceipt(matchedText);
     const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : undefined;
-    if (name === undefined || matchedAt === undefined) return undefined;
+    if (matchedAt === undefined) return undefined;
     const parts = pathSegments(resolve(path));
-    const used = name.split('/').length;
     // A receipt named after more of the path sits under a folder named after one of its folders.
     this.#topFolders ??= topFolders(receiptDir.dir);
     const folders = await this.#topFolders;
-    // The names this run gives its documents: a fuller name of this path that is another document's name
-    // here is that document's receipt (site/docs/x beside site/site/docs/x, walked from site: r93).
-    const runNames = (this.#runNames ??= new Set(receiptDir.names.filter((each) => each !== undefined)));
     for (let keep = parts.length; keep > used; keep--) {
       if (!folders.has(parts[parts.length - keep]!)) continue;
       const fullerName = parts.slice(-keep).join('/');
-      if (runNames.has(fullerName)) continue;
       const fuller = join(receiptDir.dir, `${fullerName}${RECEIPT_SUFFIX}`);
       const text = await readQuietly(fuller);
       const receipt = text === undefined ? undefined : readReceipt(text);
       if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
       const at = registeredMs(receipt);
       if (at === undefined || !(at > matchedAt)) continue;
+      const another = receiptDir.names.includes(fullerName)
+        ? `; it is also the name this run gives another of its documents: if one run registered both, ` +
+          `check this one with --receipt ${matched}`
+        : '';
       return {
         status: 'modified',
         source: 'receipt',
@@ -385,7 +400,8 @@ export class Evidence {
         reason:
           `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later ` +
           `(${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build ` +
-          '(receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)',
+          '(receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)' +
+          another,
       };
     }
     return undefined;

@@ -285,9 +285,11 @@ describe('Evidence.judge: the first source found decides', () => {
     });
   });
 
-  it("a fuller name of its path that is another document's name in this run is that document's receipt (r93)", async () => {
+  it('a fuller name this run gives another document is checked all the same (r94); the reason says how to check (r93)', async () => {
     const dir = tempDir();
-    // One run walked site: site/docs/index.html is docs/index.html, site/site/docs/index.html site/docs/index.html.
+    // One run walked site: site/docs/index.html is docs/index.html, site/site/docs/index.html site/docs/index.html,
+    // registered later. Nothing tells that from an older build beside a copy of the newer one (r94): modified, and
+    // the reason names the receipt to check it by.
     const doc = docAt(dir, 'site', 'docs', 'index.html');
     const receipts = join(dir, 'receipts');
     mkdirSync(join(receipts, 'docs'), { recursive: true });
@@ -298,9 +300,35 @@ describe('Evidence.judge: the first source found decides', () => {
     writeFileSync(other, receiptOf(OTHER, 'site/docs/index.html', '2026-11-20T00:00:01.000Z'));
     const empty = ledgerWith(OTHER, 'unrelated.txt');
     const sources = { receiptDir: { dir: receipts, names: ['docs/index.html', 'site/docs/index.html'] } };
+    const finding = await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH);
+    expect(finding).toMatchObject({ status: 'modified', receipt: other });
+    expect(finding.reason).toContain(
+      `; it is also the name this run gives another of its documents: if one run registered both, check this one with --receipt ${own}`,
+    );
+  });
+
+  it('a receipt of its digest found under another name: a later one of another digest under a fuller name makes it modified (r94)', async () => {
+    const dir = tempDir();
+    const doc = docAt(dir, 'build', 'linux', 'app.tgz');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(join(receipts, 'linux'), { recursive: true });
+    const released = join(receipts, 'app.tgz.notarization.json');
+    writeFileSync(released, receiptOf(HASH, 'app.tgz', '2026-11-01T00:00:00.000Z'));
+    const fuller = join(receipts, 'linux', 'app.tgz.notarization.json');
+    writeFileSync(fuller, receiptOf(OTHER, 'linux/app.tgz', '2026-11-20T00:00:00Z'));
+    const empty = ledgerWith(OTHER, 'unrelated.txt');
+    // Named beside a namesake elsewhere: build/linux/app.tgz, which has no receipt; found by digest as app.tgz.
+    const sources = { receiptDir: { dir: receipts, names: ['build/linux/app.tgz'] } };
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: fuller,
+    });
+    // The fuller one older: found by digest, verified as before.
+    writeFileSync(fuller, receiptOf(OTHER, 'linux/app.tgz', '2026-10-01T00:00:00Z'));
     expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
       status: 'verified',
-      receipt: own,
+      receipt: released,
+      byDigest: true,
     });
   });
 
