@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { accessSync, appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, rmSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
-import { basename, dirname, extname, isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
+import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
@@ -12981,8 +12981,7 @@ var init_evidence = __esmMin((() => {
 				const found = await this.#ofDigest(receiptDir.dir, hash);
 				const foundText = found && item.kind === "file" ? await readQuietly(found.receipt) : void 0;
 				if (found && item.kind === "file" && foundText !== void 0) {
-					const used = relative(receiptDir.dir, found.receipt).split(sep).length;
-					const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt, foundText, used);
+					const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt, foundText, 0);
 					if (later) return later;
 				}
 				if (found) return {
@@ -12994,7 +12993,8 @@ var init_evidence = __esmMin((() => {
 		}
 		/**
 		* A receipt of another digest, registered later, named after more of the
-		* document's path (more than `used` of its last elements) than the receipt
+		* document's path (more than `used` of its last elements: 0 for a receipt
+		* found by digest, whose own name may be none of them) than the receipt
 		* `matched` (of its digest, text `matchedText`) that this run found it by:
 		* `modified`, said so. Names depend on the documents of a run
 		* (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
@@ -13021,7 +13021,7 @@ var init_evidence = __esmMin((() => {
 			this.#topFolders ??= topFolders(receiptDir.dir);
 			const folders = await this.#topFolders;
 			for (let keep = parts.length; keep > used; keep--) {
-				if (!folders.has(parts[parts.length - keep])) continue;
+				if (keep > 1 && !folders.has(parts[parts.length - keep])) continue;
 				const fullerName = parts.slice(-keep).join("/");
 				const fuller = join(receiptDir.dir, `${fullerName}${RECEIPT_SUFFIX}`);
 				const text = await readQuietly(fuller);

@@ -24,7 +24,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
@@ -334,9 +334,10 @@ export class Evidence {
       // Found under another name: the same check against the names fuller than that one (r94: a document
       // added to the run changed the swapped build's name to one with no receipt, and it was verified).
       const foundText = found && item.kind === 'file' ? await readQuietly(found.receipt!) : undefined;
+      // Every name of its path is looked at, its last element alone included: this run's name has no receipt,
+      // and the one found may be named after none of it (r96: app-linux/app.tgz hid linux/app.tgz).
       if (found && item.kind === 'file' && foundText !== undefined) {
-        const used = relative(receiptDir.dir, found.receipt!).split(sep).length;
-        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt!, foundText, used);
+        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt!, foundText, 0);
         if (later) return later;
       }
       if (found) return { ...found, byDigest: true };
@@ -346,7 +347,8 @@ export class Evidence {
 
   /**
    * A receipt of another digest, registered later, named after more of the
-   * document's path (more than `used` of its last elements) than the receipt
+   * document's path (more than `used` of its last elements: 0 for a receipt
+   * found by digest, whose own name may be none of them) than the receipt
    * `matched` (of its digest, text `matchedText`) that this run found it by:
    * `modified`, said so. Names depend on the documents of a run
    * (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
@@ -381,7 +383,7 @@ export class Evidence {
     this.#topFolders ??= topFolders(receiptDir.dir);
     const folders = await this.#topFolders;
     for (let keep = parts.length; keep > used; keep--) {
-      if (!folders.has(parts[parts.length - keep]!)) continue;
+      if (keep > 1 && !folders.has(parts[parts.length - keep]!)) continue;
       const fullerName = parts.slice(-keep).join('/');
       const fuller = join(receiptDir.dir, `${fullerName}${RECEIPT_SUFFIX}`);
       const text = await readQuietly(fuller);

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Evidence, judgeByReceipt, MAX_RECEIPT_BYTES, readReceiptFile } from '../../src/core/evidence.js';
@@ -329,6 +329,26 @@ describe('Evidence.judge: the first source found decides', () => {
       status: 'verified',
       receipt: released,
       byDigest: true,
+    });
+    // Found under a name of as many parts, none of them its path's (r96: an older release walked as
+    // old/app-linux/app.tgz), this run naming it app.tgz: linux/app.tgz, later, is looked at all the same.
+    writeFileSync(fuller, receiptOf(OTHER, 'linux/app.tgz', '2026-11-20T00:00:00Z'));
+    rmSync(released);
+    mkdirSync(join(receipts, 'app-linux'));
+    const walked = join(receipts, 'app-linux', 'app.tgz.notarization.json');
+    writeFileSync(walked, receiptOf(HASH, 'app-linux/app.tgz', '2026-11-01T00:00:00.000Z'));
+    const alone = { receiptDir: { dir: receipts, names: ['app.tgz'] } };
+    expect(await new Evidence(alone, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: fuller,
+    });
+    // A later receipt of another digest named after its last element alone, too.
+    rmSync(fuller);
+    const bare = join(receipts, 'app.tgz.notarization.json');
+    writeFileSync(bare, receiptOf(OTHER, 'app.tgz', '2026-11-20T00:00:00Z'));
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: bare,
     });
   });
 
