@@ -12436,7 +12436,7 @@ async function registrationIn(path, hash) {
 * `other`, and no receipt may be written over it (r89: that replaced a
 * genuine receipt of the document on its own, whose record is sent once).
 */
-async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
+async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map()), refuted = () => false) {
 	const claims = (receipt) => receipt.proof?.root ?? hash;
 	const elsewhereService = (receipt) => receipt.baseUrl !== void 0 && receipt.baseUrl !== baseUrl ? receipt.baseUrl : void 0;
 	const answers = (receipt) => claims(receipt) === confirmed && elsewhereService(receipt) === void 0;
@@ -12459,7 +12459,8 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 		kind: "other",
 		path: own,
 		claimed: claims(there),
-		...service === void 0 ? {} : { service }
+		...service === void 0 ? {} : { service },
+		...refuted(claims(there)) ? { refuted: true } : {}
 	};
 }
 /**
@@ -12473,7 +12474,8 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 function otherClaimWarning(other, hash, confirmed, baseUrl) {
 	const name = (registered) => registered === hash ? "its document registered on its own" : `Merkle root ${registered}`;
 	const [theirs, ours] = other.service === void 0 ? ["", ""] : [` at ${other.service}`, ` at ${baseUrl}`];
-	return `${other.path} is a receipt of ${name(other.claimed)}${theirs}, where this run confirmed ${name(confirmed)}${ours}: it is left as it is, and no result names it`;
+	const denied = other.refuted ? " (the service said in this run that it does not have it)" : "";
+	return `${other.path} is a receipt of ${name(other.claimed)}${theirs}${denied}, where this run confirmed ${name(confirmed)}${ours}: it is left as it is, and no result names it`;
 }
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text, hash) {
@@ -22688,11 +22690,11 @@ var init_register_aggregate = __esmMin((() => {
 			if (plan === void 0) return void 0;
 			let found;
 			try {
-				found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan));
+				found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan), (claimed) => this.#asks.refutes(claimed));
 			} catch (error) {
 				throw sent ? refusalAfterSending(error) : error;
 			}
-			if (found?.kind === "other") this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed, this.#baseUrl));
+			if (found?.kind === "other" && !found.refuted) this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed, this.#baseUrl));
 			return found;
 		}
 		/**
@@ -22707,10 +22709,12 @@ var init_register_aggregate = __esmMin((() => {
 			let written = {};
 			let kept = given;
 			let occupied = false;
+			let refuted;
 			try {
 				const found = kept === void 0 && entry === void 0 ? await this.#keptReceipt(doc, proof.root) : void 0;
 				if (found?.kind === "kept") kept = found.path;
-				occupied = found?.kind === "other";
+				occupied = found?.kind === "other" && !found.refuted;
+				if (found?.kind === "other" && found.refuted) refuted = found;
 			} catch (error) {
 				written = { receiptError: asNotarizeError(error) };
 			}
@@ -22720,6 +22724,7 @@ var init_register_aggregate = __esmMin((() => {
 					const found = await this.#rootRecordInReceipts(proof.root);
 					record = found.record;
 					if (found.receiptError) written = { receiptError: found.receiptError };
+					else if (record === void 0 && refuted !== void 0) this.#options.io.warn(otherClaimWarning(refuted, doc.sha256, proof.root, this.#baseUrl));
 					else if (record === void 0) this.#unrecordedRoots.add(proof.root);
 				}
 				if (record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
@@ -23179,10 +23184,11 @@ var init_register_aggregate = __esmMin((() => {
 			else if (plan) {
 				const kept = await this.#keptReceipt(doc, root);
 				if (kept?.kind === "kept") receipt = kept.path;
-				else if (kept === void 0) {
+				else if (kept === void 0 || kept.refuted) {
 					const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
 					if (found.record !== void 0) ({receipt, receiptError} = await this.#receipt(plan, doc, found.record, proof));
 					else if (found.receiptError !== void 0) receiptError = found.receiptError;
+					else if (kept !== void 0) this.#options.io.warn(otherClaimWarning(kept, doc.sha256, root, this.#baseUrl));
 					else this.#unrecordedRoots.add(root);
 				}
 			}
@@ -23790,7 +23796,7 @@ var init_register = __esmMin((() => {
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
 				const confirmed = under?.proof.root ?? input.hash;
-				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts)).catch((error) => {
+				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts), (claimed) => this.#roots.refutes(claimed)).catch((error) => {
 					throw refusalAfterSending(error);
 				});
 				if (kept?.kind === "kept") return {
@@ -23798,14 +23804,16 @@ var init_register = __esmMin((() => {
 					...self,
 					receipt: kept.path
 				};
-				if (kept?.kind === "other") {
-					options.io.warn(otherClaimWarning(kept, input.hash, confirmed, this.#baseUrl));
+				const leaveOther = (other) => {
+					options.io.warn(otherClaimWarning(other, input.hash, confirmed, this.#baseUrl));
 					return {
 						outcome,
 						...self
 					};
-				}
+				};
+				if (kept?.kind === "other" && !kept.refuted) return leaveOther(kept);
 				const record = under && await this.#rootRecords?.of(under.proof.root);
+				if (record === void 0 && kept?.kind === "other") return leaveOther(kept);
 				if (record !== void 0) {
 					const { recordJson, completedAt, path: recordFrom } = record;
 					const entry = {

@@ -346,14 +346,21 @@ export class Aggregator {
     if (plan === undefined) return undefined;
     let found: KeptReceipt | undefined;
     try {
-      found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () =>
-        planReceiptsByDigest(plan),
+      found = await keptReceipt(
+        plan,
+        doc.index,
+        doc.sha256,
+        confirmed,
+        this.#baseUrl,
+        () => planReceiptsByDigest(plan),
+        (claimed) => this.#asks.refutes(claimed),
       );
     } catch (error) {
       // A folder unreadable for want of descriptors, after something was sent: exit 1, not 2 (r87).
       throw sent ? refusalAfterSending(error) : error;
     }
-    if (found?.kind === 'other') {
+    // One the service said it does not have is said so only when nothing is written over it (#settle).
+    if (found?.kind === 'other' && !found.refuted) {
       this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed, this.#baseUrl));
     }
     return found;
@@ -372,10 +379,13 @@ export class Aggregator {
     let kept = given;
     // A receipt at its place claiming another root: left as it is, nothing written over it.
     let occupied = false;
+    // One there of a root the service said it does not have: written over if a record is found, else said so.
+    let refuted: Extract<KeptReceipt, { kind: 'other' }> | undefined;
     try {
       const found = kept === undefined && entry === undefined ? await this.#keptReceipt(doc, proof.root) : undefined;
       if (found?.kind === 'kept') kept = found.path;
-      occupied = found?.kind === 'other';
+      occupied = found?.kind === 'other' && !found.refuted;
+      if (found?.kind === 'other' && found.refuted) refuted = found;
     } catch (error) {
       // The folder unreadable for want of descriptors (readOr), after the ask was sent: this document fails.
       written = { receiptError: asNotarizeError(error) };
@@ -388,6 +398,8 @@ export class Aggregator {
         const found = await this.#rootRecordInReceipts(proof.root);
         record = found.record;
         if (found.receiptError) written = { receiptError: found.receiptError };
+        else if (record === undefined && refuted !== undefined)
+          this.#options.io.warn(otherClaimWarning(refuted, doc.sha256, proof.root, this.#baseUrl));
         else if (record === undefined) this.#unrecordedRoots.add(proof.root);
       }
       if (record !== undefined && plan !== undefined) written = await this.#receipt(plan, doc, record, proof);
@@ -968,12 +980,13 @@ export class Aggregator {
       // the results (#warnNoRecords): there may be many documents.
       const kept = await this.#keptReceipt(doc, root);
       if (kept?.kind === 'kept') receipt = kept.path;
-      else if (kept === undefined) {
+      else if (kept === undefined || kept.refuted) {
         // Unless another document's receipt there carries the root's record (a run stopped while it wrote them).
         const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
         if (found.record !== undefined)
           ({ receipt, receiptError } = await this.#receipt(plan, doc, found.record, proof));
         else if (found.receiptError !== undefined) receiptError = found.receiptError;
+        else if (kept !== undefined) this.#options.io.warn(otherClaimWarning(kept, doc.sha256, root, this.#baseUrl));
         else this.#unrecordedRoots.add(root);
       }
     }

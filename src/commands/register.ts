@@ -28,6 +28,7 @@ import {
   otherClaimWarning,
   RootRecordsInReceipts,
   writeReceipt,
+  type KeptReceipt,
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
@@ -578,19 +579,28 @@ class Registrar {
       // Only one of the registration confirmed: the document's own, or the root it is under.
       const confirmed = under?.proof.root ?? input.hash;
       // After the service's 409: a folder unreadable for want of descriptors is exit 1, not 2 (r87).
-      const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () =>
-        planReceiptsByDigest(receipts),
+      const kept = await keptReceipt(
+        receipts,
+        index,
+        input.hash,
+        confirmed,
+        this.#baseUrl,
+        () => planReceiptsByDigest(receipts),
+        (claimed) => this.#roots.refutes(claimed),
       ).catch((error: unknown) => {
         throw refusalAfterSending(error);
       });
       if (kept?.kind === 'kept') return { outcome, ...self, receipt: kept.path };
-      if (kept?.kind === 'other') {
+      const leaveOther = (other: OtherReceipt) => {
         // One at its place claims another root: left as it is, nothing written over it, named by no result.
-        options.io.warn(otherClaimWarning(kept, input.hash, confirmed, this.#baseUrl));
+        options.io.warn(otherClaimWarning(other, input.hash, confirmed, this.#baseUrl));
         return { outcome, ...self };
-      }
+      };
+      // One the service said it does not have is written over when a record is found.
+      if (kept?.kind === 'other' && !kept.refuted) return leaveOther(kept);
       // Under a root: another document's receipt there may carry its record (a run stopped while it wrote them).
       const record = under && (await this.#rootRecords?.of(under.proof.root));
+      if (record === undefined && kept?.kind === 'other') return leaveOther(kept);
       if (record !== undefined) {
         const { recordJson, completedAt, path: recordFrom } = record;
         const entry = { hash: under!.proof.root, recordJson, completedAt, recordFrom };
@@ -696,6 +706,9 @@ class Registrar {
     return result;
   }
 }
+
+/** A receipt of another registration at a document's place (keptReceipt). */
+type OtherReceipt = Extract<KeptReceipt, { kind: 'other' }>;
 
 /** The record a receipt is written from (receiptFor). */
 type ReceiptEntry = Pick<LedgerEntry, 'hash' | 'recordJson' | 'completedAt'> & {

@@ -474,7 +474,7 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
  * which is left as it is and named by no result.
  */
 export type KeptReceipt =
-  { kind: 'kept'; path: string } | { kind: 'other'; path: string; claimed: string; service?: string };
+  { kind: 'kept'; path: string } | { kind: 'other'; path: string; claimed: string; service?: string; refuted?: true };
 
 /**
  * The receipt already at document `index`'s place when it is a consistent
@@ -499,6 +499,7 @@ export async function keptReceipt(
   confirmed: string,
   baseUrl: string,
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
+  refuted: (claimed: string) => boolean = () => false,
 ): Promise<KeptReceipt | undefined> {
   const claims = (receipt: ConsistentReceipt) => receipt.proof?.root ?? hash;
   const elsewhereService = (receipt: ConsistentReceipt) =>
@@ -516,7 +517,16 @@ export async function keptReceipt(
   }
   if (there === undefined) return undefined;
   const service = elsewhereService(there);
-  return { kind: 'other', path: own, claimed: claims(there), ...(service === undefined ? {} : { service }) };
+  // `refuted`: the service said in this run it does not have what it claims. It stands in the way of
+  // nothing: a receipt of what was confirmed is written over it (writeReceipt) when a record is found
+  // (r96: it was left, and verify over the folder went on saying verified); else it is said so.
+  return {
+    kind: 'other',
+    path: own,
+    claimed: claims(there),
+    ...(service === undefined ? {} : { service }),
+    ...(refuted(claims(there)) ? { refuted: true as const } : {}),
+  };
 }
 
 /**
@@ -536,8 +546,9 @@ export function otherClaimWarning(
   const name = (registered: string) =>
     registered === hash ? 'its document registered on its own' : `Merkle root ${registered}`;
   const [theirs, ours] = other.service === undefined ? ['', ''] : [` at ${other.service}`, ` at ${baseUrl}`];
+  const denied = other.refuted ? ' (the service said in this run that it does not have it)' : '';
   return (
-    `${other.path} is a receipt of ${name(other.claimed)}${theirs}, where this run confirmed ` +
+    `${other.path} is a receipt of ${name(other.claimed)}${theirs}${denied}, where this run confirmed ` +
     `${name(confirmed)}${ours}: it is left as it is, and no result names it`
   );
 }

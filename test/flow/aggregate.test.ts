@@ -1217,9 +1217,32 @@ describe('switching between --aggregate and per-document registration never pays
       expect(result).toMatchObject({ status: 'already-registered', record: null });
       expect(result!.receipt).toBeUndefined();
       expect(run.stderr).toContain(
-        `${file} is a receipt of Merkle root ${staleRoot}, where this run confirmed its document registered on its own: it is left as it is, and no result names it`,
+        // The service's word on its root said too (r96): nothing here tells the receipt is wrong.
+        `${file} is a receipt of Merkle root ${staleRoot} (the service said in this run that it does not have it), where this run confirmed its document registered on its own: it is left as it is, and no result names it`,
       );
       expect(readFileSync(file, 'utf8')).toBe(before);
+    }
+  });
+
+  it('a receipt of a root the service says it does not have, where its document is under a root it has: replaced from a receipt there (r96)', async () => {
+    const { docs, receipts, root } = await registeredTree('refuted-root', 'refuted, then confirmed', ['a', 'b']);
+    const file = join(receipts, 'a.txt.notarization.json');
+    const digest = createHash('sha256').update(readFileSync(docs[0]!)).digest('hex');
+    const staleRoot = plantReceipt(receipts, 'a.txt', digest);
+    for (const aggregate of [true, false]) {
+      const mark = bed.mark();
+      const args = aggregate ? ['--aggregate', ...docs] : [docs[0]!];
+      const run = await bed.main(['register', ...args, '--receipt-dir', receipts, '--output', 'ndjson'], {
+        env: { NOTARIZE_CONFIG_DIR: freshStore() },
+      });
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toEqual([]);
+      expect(run.stderr).not.toContain('it is left as it is');
+      const [result] = parseNdjson(run.stdout);
+      expect(result).toMatchObject({ status: 'already-registered', proof: { root }, receipt: file });
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ proof: { root } });
+      // The next round starts from the stale receipt again.
+      expect(plantReceipt(receipts, 'a.txt', digest)).toBe(staleRoot);
     }
   });
 
