@@ -12974,20 +12974,20 @@ var init_evidence = __esmMin((() => {
 					const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
 					if (elsewhere) return {
 						...finding,
-						reason: `${finding.reason}; ${elsewhereNote(elsewhere)}`
+						reason: `${finding.reason}; ${elsewhereNote(elsewhere.finding)}`
 					};
 				}
 				return finding;
 			}
 			if (receiptDir) {
 				const found = await this.#ofDigest(receiptDir.dir, hash);
-				const foundText = found && item.kind === "file" ? await readQuietly(found.receipt) : void 0;
-				if (found && item.kind === "file" && foundText !== void 0) {
-					const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt, foundText, 0);
+				if (found && item.kind === "file") {
+					const { receipt, text: foundText } = found;
+					const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0);
 					if (later) return later;
 				}
 				if (found) return {
-					...found,
+					...found.finding,
 					byDigest: true
 				};
 			}
@@ -13010,10 +13010,11 @@ var init_evidence = __esmMin((() => {
 		* A fuller name this run gives another of its documents is checked all
 		* the same: a file added beside the swapped build (`build/linux/linux/
 		* app.tgz`, a copy of the newer one) makes that name its own, and passing
-		* over it let the older build through (r94). The one layout this flags
-		* wrongly, a folder holding a folder of its own name (`site/docs/x` beside
-		* `site/site/docs/x`, registered by one run, the second later: r93), is
-		* said so in the reason, with the way to check it (--receipt).
+		* over it let the older build through (r94). What this flags wrongly,
+		* documents of one run whose names end like each other's, the longer one
+		* registered later (`site/docs/x` beside `site/site/docs/x`: r93;
+		* `register -r dist public`: r96), is said so in the reason, with the way
+		* to check it (--receipt).
 		*/
 		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used) {
 			const matchedReceipt = readReceipt(matchedText);
@@ -13040,13 +13041,20 @@ var init_evidence = __esmMin((() => {
 				};
 			}
 		}
-		/** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */
+		/**
+		* The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of
+		* this document): its finding, path and text.
+		*/
 		async #ofDigest(dir, hash) {
 			this.#byDigest ??= receiptsByDigest(dir);
 			for (const path of (await this.#byDigest).get(hash) ?? []) {
 				const text = await readQuietly(path);
 				const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
-				if (finding?.status === "verified") return finding;
+				if (finding?.status === "verified") return {
+					finding,
+					receipt: path,
+					text
+				};
 			}
 		}
 	};

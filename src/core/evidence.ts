@@ -325,22 +325,22 @@ export class Evidence {
       // build. The reason names such a receipt, so that a folder walked from elsewhere is easy to see.
       if (finding.status === 'modified' && receiptDir) {
         const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
-        if (elsewhere) return { ...finding, reason: `${finding.reason!}; ${elsewhereNote(elsewhere)}` };
+        if (elsewhere) return { ...finding, reason: `${finding.reason!}; ${elsewhereNote(elsewhere.finding)}` };
       }
       return finding;
     }
     if (receiptDir) {
       const found = await this.#ofDigest(receiptDir.dir, hash);
-      // Found under another name: the same check against the names fuller than that one (r94: a document
-      // added to the run changed the swapped build's name to one with no receipt, and it was verified).
-      const foundText = found && item.kind === 'file' ? await readQuietly(found.receipt!) : undefined;
-      // Every name of its path is looked at, its last element alone included: this run's name has no receipt,
-      // and the one found may be named after none of it (r96: app-linux/app.tgz hid linux/app.tgz).
-      if (found && item.kind === 'file' && foundText !== undefined) {
-        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, found.receipt!, foundText, 0);
+      // Found under another name: the same check (r94: a document added to the run changed the swapped
+      // build's name to one with no receipt, and it was verified), against every name of its path, its
+      // last element alone included: this run's name has no receipt, and the one found may be named after
+      // none of it (r96: app-linux/app.tgz hid linux/app.tgz).
+      if (found && item.kind === 'file') {
+        const { receipt, text: foundText } = found;
+        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0);
         if (later) return later;
       }
-      if (found) return { ...found, byDigest: true };
+      if (found) return { ...found.finding, byDigest: true };
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }
@@ -362,10 +362,11 @@ export class Evidence {
    * A fuller name this run gives another of its documents is checked all
    * the same: a file added beside the swapped build (`build/linux/linux/
    * app.tgz`, a copy of the newer one) makes that name its own, and passing
-   * over it let the older build through (r94). The one layout this flags
-   * wrongly, a folder holding a folder of its own name (`site/docs/x` beside
-   * `site/site/docs/x`, registered by one run, the second later: r93), is
-   * said so in the reason, with the way to check it (--receipt).
+   * over it let the older build through (r94). What this flags wrongly,
+   * documents of one run whose names end like each other's, the longer one
+   * registered later (`site/docs/x` beside `site/site/docs/x`: r93;
+   * `register -r dist public`: r96), is said so in the reason, with the way
+   * to check it (--receipt).
    */
   async #laterUnderFullerName(
     path: string,
@@ -409,13 +410,16 @@ export class Evidence {
     return undefined;
   }
 
-  /** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */
-  async #ofDigest(dir: string, hash: string): Promise<Finding | undefined> {
+  /**
+   * The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of
+   * this document): its finding, path and text.
+   */
+  async #ofDigest(dir: string, hash: string): Promise<{ finding: Finding; receipt: string; text: string } | undefined> {
     this.#byDigest ??= receiptsByDigest(dir);
     for (const path of (await this.#byDigest).get(hash) ?? []) {
       const text = await readQuietly(path);
       const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
-      if (finding?.status === 'verified') return finding;
+      if (finding?.status === 'verified') return { finding, receipt: path, text: text! };
     }
     return undefined;
   }
