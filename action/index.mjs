@@ -12420,6 +12420,28 @@ async function registrationIn(path, hash) {
 		description: typeof description === "string" ? description : void 0
 	};
 }
+/** What a consistent receipt says was registered: the root its proof leads to, or its document on its own. */
+function claimOf(receipt) {
+	return receipt.proof?.root ?? receipt.sha256;
+}
+/**
+* `there`, a receipt of a document at `path`, as `other`: unless it answers
+* for `confirmed` (a root, or the document on its own) at `baseUrl` (it
+* claims that, and names that service or none, as a bare record). Marked
+* `refuted` when the service said it does not have what it claims.
+*/
+function otherThan(there, path, confirmed, baseUrl, refuted) {
+	const claimed = claimOf(there);
+	const service = there.baseUrl !== void 0 && there.baseUrl !== baseUrl ? there.baseUrl : void 0;
+	if (claimed === confirmed && service === void 0) return void 0;
+	return {
+		kind: "other",
+		path,
+		claimed,
+		...service === void 0 ? {} : { service },
+		...refuted(claimed) ? { refuted: true } : {}
+	};
+}
 /**
 * The receipt already at document `index`'s place when it is a consistent
 * receipt of that document (digest `hash`), else one under another name in
@@ -12437,31 +12459,21 @@ async function registrationIn(path, hash) {
 * genuine receipt of the document on its own, whose record is sent once).
 */
 async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map()), refuted = () => false) {
-	const claims = (receipt) => receipt.proof?.root ?? hash;
-	const elsewhereService = (receipt) => receipt.baseUrl !== void 0 && receipt.baseUrl !== baseUrl ? receipt.baseUrl : void 0;
-	const answers = (receipt) => claims(receipt) === confirmed && elsewhereService(receipt) === void 0;
+	const answers = (receipt, path) => otherThan(receipt, path, confirmed, baseUrl, () => false) === void 0;
 	const own = receiptPath(plan, index, hash);
 	const there = await receiptAt(own, hash);
-	if (there !== void 0 && answers(there)) return {
+	if (there !== void 0 && answers(there, own)) return {
 		kind: "kept",
 		path: own
 	};
 	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
 		const receipt = await receiptAt(path, hash);
-		if (receipt?.baseUrl === baseUrl && answers(receipt)) return {
+		if (receipt?.baseUrl === baseUrl && answers(receipt, path)) return {
 			kind: "kept",
 			path
 		};
 	}
-	if (there === void 0) return void 0;
-	const service = elsewhereService(there);
-	return {
-		kind: "other",
-		path: own,
-		claimed: claims(there),
-		...service === void 0 ? {} : { service },
-		...refuted(claims(there)) ? { refuted: true } : {}
-	};
+	return there && otherThan(there, own, confirmed, baseUrl, refuted);
 }
 /**
 * What a run says of a receipt keptReceipt found `other` at the place of
@@ -12487,10 +12499,6 @@ function receiptOf(text, hash) {
 async function receiptAt(path, hash) {
 	return receiptOf(await readNoFollow(path), hash);
 }
-/** What a consistent receipt says was registered: the root its proof leads to, or its document on its own. */
-function claimOf(receipt) {
-	return receipt.proof?.root ?? receipt.sha256;
-}
 /**
 * The receipt of the same digest already at a document's place, `existing`
 * (text), when the new receipt `text` may not replace it: it claims another
@@ -12505,15 +12513,8 @@ function otherClaim(existing, text, path, hash, refuted) {
 	const there = receiptOf(existing, hash);
 	const written = readReceipt(text);
 	if (there === void 0 || !written.consistent) return void 0;
-	const claimed = claimOf(there);
-	const service = there.baseUrl !== void 0 && there.baseUrl !== written.baseUrl ? there.baseUrl : void 0;
-	if (claimed === claimOf(written) && service === void 0 || refuted(claimed)) return void 0;
-	return {
-		kind: "other",
-		path,
-		claimed,
-		...service === void 0 ? {} : { service }
-	};
+	const other = otherThan(there, path, claimOf(written), written.baseUrl, refuted);
+	return other?.refuted ? void 0 : other;
 }
 /**
 * Writes `text`, the receipt of document `index` (digest `hash`), after its
@@ -22716,23 +22717,21 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			let written = {};
 			let kept = given;
-			let occupied = false;
-			let refuted;
+			let other;
 			try {
 				const found = kept === void 0 && entry === void 0 ? await this.#keptReceipt(doc, proof.root) : void 0;
 				if (found?.kind === "kept") kept = found.path;
-				occupied = found?.kind === "other" && !found.refuted;
-				if (found?.kind === "other" && found.refuted) refuted = found;
+				else other = found;
 			} catch (error) {
 				written = { receiptError: asNotarizeError(error) };
 			}
-			if (kept === void 0 && !occupied && !written.receiptError) {
+			if (kept === void 0 && !(other && !other.refuted) && !written.receiptError) {
 				let record = entry;
 				if (record === void 0 && outcome.kind === "already-registered") {
 					const found = await this.#rootRecordInReceipts(proof.root);
 					record = found.record;
 					if (found.receiptError) written = { receiptError: found.receiptError };
-					else if (record === void 0 && refuted !== void 0) this.#options.io.warn(otherClaimWarning(refuted, doc.sha256, proof.root, this.#baseUrl));
+					else if (record === void 0 && other !== void 0) this.#options.io.warn(otherClaimWarning(other, doc.sha256, proof.root, this.#baseUrl));
 					else if (record === void 0) this.#unrecordedRoots.add(proof.root);
 				}
 				if (record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);

@@ -21,6 +21,7 @@ import {
   keptReceipt,
   otherClaimWarning,
   type KeptReceipt,
+  type OtherReceipt,
   receiptPath,
   registrationIn,
   RootRecordsInReceipts,
@@ -377,29 +378,27 @@ export class Aggregator {
     const plan = this.#documents.receipts;
     let written: { receipt?: string; receiptError?: NotarizeError } = {};
     let kept = given;
-    // A receipt at its place claiming another root: left as it is, nothing written over it.
-    let occupied = false;
-    // One there of a root the service said it does not have: written over if a record is found, else said so.
-    let refuted: Extract<KeptReceipt, { kind: 'other' }> | undefined;
+    // A receipt at its place claiming another root: left as it is, nothing written over it; one of a root
+    // the service said it does not have: written over if a record is found, else said so.
+    let other: OtherReceipt | undefined;
     try {
       const found = kept === undefined && entry === undefined ? await this.#keptReceipt(doc, proof.root) : undefined;
       if (found?.kind === 'kept') kept = found.path;
-      occupied = found?.kind === 'other' && !found.refuted;
-      if (found?.kind === 'other' && found.refuted) refuted = found;
+      else other = found;
     } catch (error) {
       // The folder unreadable for want of descriptors (readOr), after the ask was sent: this document fails.
       written = { receiptError: asNotarizeError(error) };
     }
     // Nothing there answers for it, nor may be written over: its receipt is written from the record,
     // this store's, or with none here, another document's receipt under the root may carry it.
-    if (kept === undefined && !occupied && !written.receiptError) {
+    if (kept === undefined && !(other && !other.refuted) && !written.receiptError) {
       let record: { recordJson: string; completedAt: string; path?: string } | undefined = entry;
       if (record === undefined && outcome.kind === 'already-registered') {
         const found = await this.#rootRecordInReceipts(proof.root);
         record = found.record;
         if (found.receiptError) written = { receiptError: found.receiptError };
-        else if (record === undefined && refuted !== undefined)
-          this.#options.io.warn(otherClaimWarning(refuted, doc.sha256, proof.root, this.#baseUrl));
+        else if (record === undefined && other !== undefined)
+          this.#options.io.warn(otherClaimWarning(other, doc.sha256, proof.root, this.#baseUrl));
         else if (record === undefined) this.#unrecordedRoots.add(proof.root);
       }
       if (record !== undefined && plan !== undefined) written = await this.#receipt(plan, doc, record, proof);

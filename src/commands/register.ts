@@ -28,7 +28,7 @@ import {
   otherClaimWarning,
   RootRecordsInReceipts,
   writeReceipt,
-  type KeptReceipt,
+  type OtherReceipt,
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
@@ -706,9 +706,6 @@ class Registrar {
     return result;
   }
 }
-
-/** A receipt of another registration at a document's place (keptReceipt). */
-type OtherReceipt = Extract<KeptReceipt, { kind: 'other' }>;
 
 /** The record a receipt is written from (receiptFor). */
 type ReceiptEntry = Pick<LedgerEntry, 'hash' | 'recordJson' | 'completedAt'> & {

@@ -476,6 +476,39 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
 export type KeptReceipt =
   { kind: 'kept'; path: string } | { kind: 'other'; path: string; claimed: string; service?: string; refuted?: true };
 
+/** A receipt of another registration at a document's place (keptReceipt, writeReceipt). */
+export type OtherReceipt = Extract<KeptReceipt, { kind: 'other' }>;
+
+/** What a consistent receipt says was registered: the root its proof leads to, or its document on its own. */
+function claimOf(receipt: ConsistentReceipt): string {
+  return receipt.proof?.root ?? receipt.sha256;
+}
+
+/**
+ * `there`, a receipt of a document at `path`, as `other`: unless it answers
+ * for `confirmed` (a root, or the document on its own) at `baseUrl` (it
+ * claims that, and names that service or none, as a bare record). Marked
+ * `refuted` when the service said it does not have what it claims.
+ */
+function otherThan(
+  there: ConsistentReceipt,
+  path: string,
+  confirmed: string,
+  baseUrl: string | undefined,
+  refuted: (claimed: string) => boolean,
+): OtherReceipt | undefined {
+  const claimed = claimOf(there);
+  const service = there.baseUrl !== undefined && there.baseUrl !== baseUrl ? there.baseUrl : undefined;
+  if (claimed === confirmed && service === undefined) return undefined;
+  return {
+    kind: 'other',
+    path,
+    claimed,
+    ...(service === undefined ? {} : { service }),
+    ...(refuted(claimed) ? { refuted: true as const } : {}),
+  };
+}
+
 /**
  * The receipt already at document `index`'s place when it is a consistent
  * receipt of that document (digest `hash`), else one under another name in
@@ -501,32 +534,21 @@ export async function keptReceipt(
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
   refuted: (claimed: string) => boolean = () => false,
 ): Promise<KeptReceipt | undefined> {
-  const claims = (receipt: ConsistentReceipt) => receipt.proof?.root ?? hash;
-  const elsewhereService = (receipt: ConsistentReceipt) =>
-    receipt.baseUrl !== undefined && receipt.baseUrl !== baseUrl ? receipt.baseUrl : undefined;
-  const answers = (receipt: ConsistentReceipt) =>
-    claims(receipt) === confirmed && elsewhereService(receipt) === undefined;
+  const answers = (receipt: ConsistentReceipt, path: string) =>
+    otherThan(receipt, path, confirmed, baseUrl, () => false) === undefined;
   const own = receiptPath(plan, index, hash);
   const there = await receiptAt(own, hash);
-  if (there !== undefined && answers(there)) return { kind: 'kept', path: own };
+  if (there !== undefined && answers(there, own)) return { kind: 'kept', path: own };
   // Then the receipts of the same digest under other names (receiptsByDigest: another layout of the
   // same folder, `-r dist` against `dist/sub/c.txt`, or a copy), of this service: verify finds those too.
   for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
     const receipt = await receiptAt(path, hash);
-    if (receipt?.baseUrl === baseUrl && answers(receipt)) return { kind: 'kept', path };
+    if (receipt?.baseUrl === baseUrl && answers(receipt, path)) return { kind: 'kept', path };
   }
-  if (there === undefined) return undefined;
-  const service = elsewhereService(there);
   // `refuted`: the service said in this run it does not have what it claims. It stands in the way of
   // nothing: a receipt of what was confirmed is written over it (writeReceipt) when a record is found
   // (r96: it was left, and verify over the folder went on saying verified); else it is said so.
-  return {
-    kind: 'other',
-    path: own,
-    claimed: claims(there),
-    ...(service === undefined ? {} : { service }),
-    ...(refuted(claims(there)) ? { refuted: true as const } : {}),
-  };
+  return there && otherThan(there, own, confirmed, baseUrl, refuted);
 }
 
 /**
@@ -537,12 +559,7 @@ export async function keptReceipt(
  * A receipt of another service names both services: the same claim at two
  * services read as no difference at all (r91).
  */
-export function otherClaimWarning(
-  other: Extract<KeptReceipt, { kind: 'other' }>,
-  hash: string,
-  confirmed: string,
-  baseUrl: string,
-): string {
+export function otherClaimWarning(other: OtherReceipt, hash: string, confirmed: string, baseUrl: string): string {
   const name = (registered: string) =>
     registered === hash ? 'its document registered on its own' : `Merkle root ${registered}`;
   const [theirs, ours] = other.service === undefined ? ['', ''] : [` at ${other.service}`, ` at ${baseUrl}`];
@@ -710,18 +727,13 @@ async function receiptAt(path: string, hash: string): Promise<ConsistentReceipt 
   return receiptOf(await readNoFollow(path), hash);
 }
 
-/** What a consistent receipt says was registered: the root its proof leads to, or its document on its own. */
-function claimOf(receipt: ConsistentReceipt): string {
-  return receipt.proof?.root ?? receipt.sha256;
-}
-
 /**
  * What writeReceipt did: wrote `path` (or found it there, identical), or
  * left `other` at the document's place: a receipt of the same document
  * that claims another registration, or names another service, which no run
  * may write over unless told that registration does not exist.
  */
-export type WrittenReceipt = { path: string } | { other: Extract<KeptReceipt, { kind: 'other' }> };
+export type WrittenReceipt = { path: string } | { other: OtherReceipt };
 
 /**
  * The receipt of the same digest already at a document's place, `existing`
@@ -739,14 +751,12 @@ function otherClaim(
   path: string,
   hash: string,
   refuted: (claimed: string) => boolean,
-): Extract<KeptReceipt, { kind: 'other' }> | undefined {
+): OtherReceipt | undefined {
   const there = receiptOf(existing, hash);
   const written = readReceipt(text);
   if (there === undefined || !written.consistent) return undefined;
-  const claimed = claimOf(there);
-  const service = there.baseUrl !== undefined && there.baseUrl !== written.baseUrl ? there.baseUrl : undefined;
-  if ((claimed === claimOf(written) && service === undefined) || refuted(claimed)) return undefined;
-  return { kind: 'other', path, claimed, ...(service === undefined ? {} : { service }) };
+  const other = otherThan(there, path, claimOf(written), written.baseUrl, refuted);
+  return other?.refuted ? undefined : other;
 }
 
 /**
