@@ -10529,9 +10529,11 @@ var init_http$1 = __esmMin((() => {
 		/**
 		* How many requests this transport handed to the network (login included),
 		* answered or not: 0 means nothing of the run left the machine, which only
-		* exit 2 may say. A connection refused counts too (one cannot tell it
-		* from a request lost on the way), so the count errs towards "sent"; a
-		* failure known to have sent nothing (exit 2) does not.
+		* exit 2 may say. A request whose connection never opened (refused, no
+		* such host, no socket: NOT_SENT_CODES, which the retry policy already
+		* trusts to resend a paid call) does not count, nor does one refused
+		* locally (exit 2); any other failure counts, so the count errs towards
+		* "sent".
 		*/
 		get dispatched() {
 			return this.#dispatched;
@@ -10586,7 +10588,7 @@ var init_http$1 = __esmMin((() => {
 			} catch (error) {
 				this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
 				const failure = networkError(method, url, error, this.options.proxyVariable);
-				if (nothingSent(failure)) this.#dispatched -= 1;
+				if (nothingSent(failure) || NOT_SENT_CODES.has(errorCode(error))) this.#dispatched -= 1;
 				throw failure;
 			}
 			const status = answer.statusCode;
@@ -22508,7 +22510,7 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				thrown = { error };
 			}
-			if (this.#alone.length === 0 || thrown && !this.#api.anythingSent) {
+			if (this.#alone.length === 0 || thrown && nothingSent(thrown.error) && !this.#api.anythingSent) {
 				if (thrown) throw thrown.error;
 				return result;
 			}

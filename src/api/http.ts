@@ -92,9 +92,11 @@ export class HttpTransport {
   /**
    * How many requests this transport handed to the network (login included),
    * answered or not: 0 means nothing of the run left the machine, which only
-   * exit 2 may say. A connection refused counts too (one cannot tell it
-   * from a request lost on the way), so the count errs towards "sent"; a
-   * failure known to have sent nothing (exit 2) does not.
+   * exit 2 may say. A request whose connection never opened (refused, no
+   * such host, no socket: NOT_SENT_CODES, which the retry policy already
+   * trusts to resend a paid call) does not count, nor does one refused
+   * locally (exit 2); any other failure counts, so the count errs towards
+   * "sent".
    */
   get dispatched(): number {
     return this.#dispatched;
@@ -166,8 +168,8 @@ export class HttpTransport {
     } catch (error) {
       this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
       const failure = networkError(method, url, error, this.options.proxyVariable);
-      // Known not to have left (no memory for the parser: exit 2): not counted.
-      if (nothingSent(failure)) this.#dispatched -= 1;
+      // Known not to have left (no connection, or no memory for the parser: exit 2): not counted.
+      if (nothingSent(failure) || NOT_SENT_CODES.has(errorCode(error))) this.#dispatched -= 1;
       throw failure;
     }
     const status = answer.statusCode;

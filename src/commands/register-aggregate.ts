@@ -30,7 +30,7 @@ import {
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
-import { ProtocolError, sentAlready, TransientError, UsageError, type NotarizeError } from '../errors.js';
+import { nothingSent, ProtocolError, sentAlready, TransientError, UsageError, type NotarizeError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/wording.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
@@ -141,7 +141,7 @@ export class Aggregator {
     }
     // The tree's part failed with nothing sent (a usage error: exit 2 must stay true): the
     // documents with their own sessions are left as they are, their sessions pending.
-    if (this.#alone.length === 0 || (thrown && !this.#api.anythingSent)) {
+    if (this.#alone.length === 0 || (thrown && nothingSent(thrown.error) && !this.#api.anythingSent)) {
       if (thrown) throw thrown.error;
       return result!;
     }

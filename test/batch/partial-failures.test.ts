@@ -289,6 +289,25 @@ describe('a service that does not answer', () => {
     expect(bed.calls('request')).toBe(0);
   });
 
+  it.each([
+    { mode: 'one by one', flags: [] },
+    { mode: '--aggregate', flags: ['--aggregate'] },
+  ])(
+    'nothing listening, and a document missing ($mode): exit 2, since no connection opened and nothing was sent',
+    async ({ mode, flags }) => {
+      const docs = await documents(bed, 2, `nothing listening ${mode}`);
+      await bed.sandbox.close();
+      const missing = bed.path('missing.txt');
+      const args = ['register', docs[0]![0], missing, docs[1]![0], ...flags, '--retries', '0', '--json'];
+      const run = await bed.main(args);
+      expect(run.code, describeRun(run)).toBe(2);
+      const results = parseResults(run.stdout);
+      expect(results.map((r) => r.error?.exitCode)).toEqual([4, 2, 4]);
+      expect(results[0]!.error?.message).toMatch(/ECONNREFUSED/);
+      expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 2 });
+    },
+  );
+
   it('to the login: one login and its retries for the whole batch, not one per document', async () => {
     const docs = await documents(bed, 24, 'login down');
     bed.sandbox.addFaults([{ route: 'login', kind: 'drop' }]);
