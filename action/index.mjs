@@ -12483,13 +12483,16 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 * this run has confirmed at `baseUrl`. It says nothing of whether the
 * receipt's own claim is true: only that it is not what was confirmed here.
 * A receipt of another service names both services: the same claim at two
-* services read as no difference at all (r91).
+* services read as no difference at all (r91). `recorded`: the run has the
+* record of what it confirmed, so the same run again writes its receipt
+* once that one is moved aside, which the warning then says (r96: it named
+* no way out).
 */
-function otherClaimWarning(other, hash, confirmed, baseUrl) {
+function otherClaimWarning(other, hash, confirmed, baseUrl, recorded = false) {
 	const name = (registered) => registered === hash ? "its document registered on its own" : `Merkle root ${registered}`;
 	const [theirs, ours] = other.service === void 0 ? ["", ""] : [` at ${other.service}`, ` at ${baseUrl}`];
 	const denied = other.refuted ? " (the service said in this run that it does not have it)" : "";
-	return `${other.path} is a receipt of ${name(other.claimed)}${theirs}${denied}, where this run confirmed ${name(confirmed)}${ours}: it is left as it is, and no result names it`;
+	return `${other.path} is a receipt of ${name(other.claimed)}${theirs}${denied}, where this run confirmed ${name(confirmed)}${ours}: it is left as it is, and no result names it` + (recorded ? "; to have this run's receipt there, move it aside (keep it: it may be the only copy of that registration's record) and run the same command again" : "");
 }
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text, hash) {
@@ -23251,7 +23254,7 @@ var init_register_aggregate = __esmMin((() => {
 				});
 				const written = await write;
 				if ("other" in written) {
-					io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256, this.#baseUrl));
+					io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256, this.#baseUrl, true));
 					return {};
 				}
 				const receipt = written.path;
@@ -23405,7 +23408,7 @@ async function receiptFor(options, plan, index, entry, baseUrl, under, size, ref
 		}), sha256, (raw) => options.io.redact(raw));
 		const written = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom, refuted);
 		if ("other" in written) {
-			options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256, baseUrl));
+			options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256, baseUrl, true));
 			return {};
 		}
 		const receipt = written.path;

@@ -1055,7 +1055,7 @@ export class Aggregator {
       const written = await write;
       if ('other' in written) {
         // A receipt of another registration of it there: left as it is, nothing written over it, named by no result.
-        io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256, this.#baseUrl));
+        io.warn(otherClaimWarning(written.other, doc.sha256, proof?.root ?? doc.sha256, this.#baseUrl, true));
         return {};
       }
       const receipt = written.path;

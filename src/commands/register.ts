@@ -748,7 +748,7 @@ async function receiptFor(
     const written = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom, refuted);
     if ('other' in written) {
       // A receipt of another registration of it there: left as it is, nothing written over it, named by no result.
-      options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256, baseUrl));
+      options.io.warn(otherClaimWarning(written.other, sha256, under?.proof.root ?? sha256, baseUrl, true));
       return {};
     }
     const receipt = written.path;

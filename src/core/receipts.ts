@@ -557,16 +557,28 @@ export async function keptReceipt(
  * this run has confirmed at `baseUrl`. It says nothing of whether the
  * receipt's own claim is true: only that it is not what was confirmed here.
  * A receipt of another service names both services: the same claim at two
- * services read as no difference at all (r91).
+ * services read as no difference at all (r91). `recorded`: the run has the
+ * record of what it confirmed, so the same run again writes its receipt
+ * once that one is moved aside, which the warning then says (r96: it named
+ * no way out).
  */
-export function otherClaimWarning(other: OtherReceipt, hash: string, confirmed: string, baseUrl: string): string {
+export function otherClaimWarning(
+  other: OtherReceipt,
+  hash: string,
+  confirmed: string,
+  baseUrl: string,
+  recorded = false,
+): string {
   const name = (registered: string) =>
     registered === hash ? 'its document registered on its own' : `Merkle root ${registered}`;
   const [theirs, ours] = other.service === undefined ? ['', ''] : [` at ${other.service}`, ` at ${baseUrl}`];
   const denied = other.refuted ? ' (the service said in this run that it does not have it)' : '';
   return (
     `${other.path} is a receipt of ${name(other.claimed)}${theirs}${denied}, where this run confirmed ` +
-    `${name(confirmed)}${ours}: it is left as it is, and no result names it`
+    `${name(confirmed)}${ours}: it is left as it is, and no result names it` +
+    (recorded
+      ? "; to have this run's receipt there, move it aside (keep it: it may be the only copy of that registration's record) and run the same command again"
+      : '')
   );
 }
 

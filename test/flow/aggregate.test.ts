@@ -17,6 +17,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
   utimesSync,
@@ -1116,7 +1117,7 @@ describe('switching between --aggregate and per-document registration never pays
     for (const name of ['b.txt.notarization.json', `${root}.tree.json`]) {
       cpSync(join(treeReceipts, name), join(receipts, name));
     }
-    await expectOwnReceiptLeft(docs[0]!, receipts, root, freshStore);
+    await expectOwnReceiptLeft(docs[0]!, receipts, root, freshStore, false);
   });
 
   it("a receipt of a document on its own, where this store's ledger has it under a root: never replaced, not named (r91)", async () => {
@@ -1132,23 +1133,32 @@ describe('switching between --aggregate and per-document registration never pays
     const tree = await onStore(store, bed.path('ledger-root-tree'), [a!, b!]);
     expect(tree.run.code, describeRun(tree.run)).toBe(0);
     const root = parseResults(tree.run.stdout)[0]!.proof!.root;
-    await expectOwnReceiptLeft(a!, receipts, root, () => store);
+    await expectOwnReceiptLeft(a!, receipts, root, () => store, true);
   });
 
   /**
    * `register doc` and `register --aggregate doc`, each on `store()`, with the receipt of `doc` registered
    * on its own in `receipts` where the run confirms it under `root`: nothing paid, the receipt left as it
-   * is, said so, and named by no result.
+   * is, said so, and named by no result; then, moved aside, the same command writes the root's receipt
+   * there (`recorded`: the store has the root's record, and the warning says so).
    */
-  async function expectOwnReceiptLeft(doc: string, receipts: string, root: string, store: () => string) {
+  async function expectOwnReceiptLeft(
+    doc: string,
+    receipts: string,
+    root: string,
+    store: () => string,
+    recorded: boolean,
+  ) {
     const ownReceipt = join(receipts, `${basename(doc)}.notarization.json`);
     const before = readFileSync(ownReceipt, 'utf8');
     for (const aggregate of [false, true]) {
+      const register = () =>
+        bed.main(
+          ['register', ...(aggregate ? ['--aggregate'] : []), doc, '--receipt-dir', receipts, '--output', 'ndjson'],
+          { env: { NOTARIZE_CONFIG_DIR: store() } },
+        );
       const mark = bed.mark();
-      const run = await bed.main(
-        ['register', ...(aggregate ? ['--aggregate'] : []), doc, '--receipt-dir', receipts, '--output', 'ndjson'],
-        { env: { NOTARIZE_CONFIG_DIR: store() } },
-      );
+      const run = await register();
       expect(run.code, describeRun(run)).toBe(0);
       expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toEqual([]);
       const [result] = parseNdjson(run.stdout);
@@ -1157,7 +1167,24 @@ describe('switching between --aggregate and per-document registration never pays
       expect(run.stderr).toContain(
         `${ownReceipt} is a receipt of its document registered on its own, where this run confirmed Merkle root ${root}: it is left as it is, and no result names it`,
       );
+      // The way out (r96: none was named), said where the run holds the record itself (its ledger);
+      // from another receipt's record, it works unsaid.
+      if (recorded)
+        expect(run.stderr).toContain(
+          `no result names it; to have this run's receipt there, move it aside (keep it: it may be the only copy of that registration's record) and run the same command again`,
+        );
       expect(readFileSync(ownReceipt, 'utf8')).toBe(before);
+      // Moved aside, the same command writes the root's receipt there, nothing paid.
+      const aside = `${ownReceipt}.kept`;
+      renameSync(ownReceipt, aside);
+      const afterMark = bed.mark();
+      const again = await register();
+      expect(again.code, describeRun(again)).toBe(0);
+      expect(bed.callsSince(afterMark).filter((c) => c.route === 'forfait')).toEqual([]);
+      expect(parseNdjson(again.stdout)[0]).toMatchObject({ receipt: ownReceipt, proof: { root } });
+      expect(JSON.parse(readFileSync(ownReceipt, 'utf8'))).toMatchObject({ proof: { root } });
+      // The receipt of the document on its own back in its place, for the next mode.
+      renameSync(aside, ownReceipt);
     }
   }
 
