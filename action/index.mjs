@@ -9571,9 +9571,9 @@ function parseBaseUrl(value) {
 		code: "unsafe_base_url",
 		hint: "use e.g. https://app.dedit.io"
 	});
-	if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {
+	if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) throw new UsageError(`invalid base URL: plain http to '${url.host}', which is not a loopback address`, {
 		code: "unsafe_base_url",
-		hint: "use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself"
+		hint: "notarize sends its credentials to the service, never in clear: use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself"
 	});
 	if (url.username || url.password || url.search || url.hash) throw new UsageError(`invalid base URL for '${url.host}': no credentials, query or fragment allowed`, { code: "unsafe_base_url" });
 	const normalised = url.toString().replace(/\/+$/, "");

@@ -259,9 +259,10 @@ export function parseBaseUrl(value: string): string {
     );
   }
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {
+    // Refused for every command, verify too, which sends nothing: a setting is one service's, whatever reads it.
+    throw new UsageError(`invalid base URL: plain http to '${url.host}', which is not a loopback address`, {
       code: 'unsafe_base_url',
-      hint: 'use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself',
+      hint: 'notarize sends its credentials to the service, never in clear: use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself',
     });
   }
   if (url.username || url.password || url.search || url.hash) {

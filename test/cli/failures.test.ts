@@ -110,7 +110,14 @@ describe('exit 2: usage or local input error, nothing sent', () => {
     {
       name: 'plain http to a non-loopback --base-url',
       args: (d) => ['register', join(d, 'doc.txt'), '--base-url', 'http://example.com'],
-      message: /refusing to send credentials over plain http to 'example\.com'/,
+      message: /invalid base URL: plain http to 'example\.com', which is not a loopback address/,
+    },
+    {
+      // r92: it said "refusing to send credentials", of a command that sends nothing.
+      name: 'plain http to a non-loopback --base-url, for verify',
+      args: (d) => ['verify', join(d, 'doc.txt'), '--base-url', 'http://example.com'],
+      message:
+        /invalid base URL: plain http to 'example\.com', which is not a loopback address \(given with --base-url; notarize sends its credentials to the service, never in clear/,
     },
     {
       name: 'a corrupt credentials file',

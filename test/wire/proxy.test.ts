@@ -76,7 +76,7 @@ describe('a loopback base URL is never reached through a proxy', () => {
       const names = await twoDocuments(base);
       const run = await bed.main(['register', ...names], { env: { NOTARIZE_BASE_URL: base }, noBaseUrlCheck: true });
       expect(run.code, describeRun(run)).toBe(2);
-      expect(run.stderr).toContain('refusing to send credentials over plain http');
+      expect(run.stderr).toContain('invalid base URL: plain http to');
     }
     expect(bed.sandbox.calls).toEqual([]);
   });
