@@ -249,13 +249,14 @@ describe('withLock', () => {
     writeFileSync(file, lockText(pid, 'killed'));
     let ran = false;
     const started = performance.now();
-    await withLock(file, 1000, () => {
+    // A wait of 10 s, taken over well before it: at once, whatever the load beside the test.
+    await withLock(file, 10_000, () => {
       ran = true;
       expect(readFileSync(file, 'utf8').split(' ')[0]).toBe(String(process.pid));
       return Promise.resolve();
     });
     expect(ran).toBe(true);
-    expect(performance.now() - started).toBeLessThan(500);
+    expect(performance.now() - started).toBeLessThan(5000);
     expect(existsSync(file)).toBe(false);
   });
 
