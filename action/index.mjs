@@ -12816,12 +12816,16 @@ function judgeByReceipt(hash, path, text) {
 function judgeByLedger(ledger, hash, name) {
 	const verdict = ledger.verdict(hash, name);
 	if (verdict.status === "verified") {
-		const { entry, proof } = verdict;
+		const { entry, proof, laterNamesake } = verdict;
 		return {
 			status: "verified",
 			source: "ledger",
 			recordJson: entry.recordJson,
-			...proof ? { proof } : {}
+			...proof ? { proof } : {},
+			...laterNamesake ? {
+				reason: namesakeNote(laterNamesake),
+				laterNamesake: true
+			} : {}
 		};
 	}
 	if (verdict.status === "modified") {
@@ -12841,6 +12845,13 @@ function judgeByLedger(ledger, hash, name) {
 		reason: `the service said it has ${verdict.confirmedUnder === hash ? "it" : `the Merkle root ${verdict.confirmedUnder} that holds it`} (a 409), but this store never received the record, so nothing here proves it: its page on the service may show it; a receipt written when it was registered would verify it`
 	};
 	return { status: "unknown" };
+}
+/**
+* The reason of a document verified by the ledger whose name was notarized later with another
+* digest: it may be an older build, or a namesake of another folder, which the ledger cannot tell.
+*/
+function namesakeNote({ name, sha256, completedAt }) {
+	return `'${name}' was notarized later with another digest, ${sha256} (${completedAt}): if that was this same file, this is an older build (the ledger keeps names without their folders, so a file of that name in another folder looks the same: verify against the receipts register wrote, --receipt-dir, to tell)`;
 }
 /**
 * receiptsByDigest of `plan`'s folder, read once per run (the plan is the
@@ -24992,23 +25003,31 @@ var init_ledger = __esmMin((() => {
 				problems: all
 			};
 		}
-		/** The verdict for a document of digest `hash` named `name` (its base name). */
+		/**
+		* The verdict for a document of digest `hash` named `name` (its base name).
+		* A verified one whose name was notarized later with another digest says
+		* so (`laterNamesake`): an older build swapped in passes here, since the
+		* ledger knows names without their folders and cannot tell a namesake in
+		* another folder (dist/mac/app.tgz beside dist/linux/app.tgz) from a
+		* later build of the same file (r97); receipts, named after the folders
+		* register walked, can.
+		*/
 		verdict(hash, name) {
 			const entry = this.#byHash.get(hash);
-			if (entry) return {
+			if (entry) return this.#verified(hash, name, {
 				status: "verified",
 				entry
-			};
+			});
 			const placed = this.#registered?.trees.place(hash);
 			if (placed) {
 				const { tree, leafIndex } = placed;
 				try {
 					const proof = tree.proof(leafIndex, this.#registered.treeFile(tree.entry.root));
-					return {
+					return this.#verified(hash, name, {
 						status: "verified",
 						entry: registeredRecord(tree),
 						proof
-					};
+					});
 				} catch (error) {
 					if (!(error instanceof StoreError)) throw error;
 					return {
@@ -25038,6 +25057,21 @@ var init_ledger = __esmMin((() => {
 				sha256,
 				completedAt,
 				digests: all.size
+			};
+		}
+		/** `verdict`, with the later notarization of its name with another digest, if any. */
+		#verified(hash, name, verdict) {
+			if (name === void 0) return verdict;
+			this.#nameLeaves();
+			const latest = this.#byName.get(name);
+			if (latest === void 0 || latest.sha256 === hash || !(latest.completedAt > verdict.entry.completedAt)) return verdict;
+			return {
+				...verdict,
+				laterNamesake: {
+					name,
+					sha256: latest.sha256,
+					completedAt: latest.completedAt
+				}
 			};
 		}
 	};
@@ -25321,6 +25355,9 @@ check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.
+Verified by the ledger while its name was notarized later with another digest: said in its
+reason and a warning (the ledger keeps names without their folders: an older build of it, or
+a file of that name elsewhere; receipts tell them apart).
 unknown: no receipt found and nothing in the ledger.
 invalid: the receipt contradicts itself (its record is of another hash, its verification URL
 names another hash, or it is malformed).
@@ -25422,6 +25459,7 @@ async function runVerify(options, items = new ItemResults()) {
 	const pool = new HashPool(expansion.single ? 1 : void 0);
 	let only;
 	const elsewhere = new ElsewhereReceipts(baseUrl);
+	const namesakes = new LaterNamesakes();
 	try {
 		await runAll(documents, async (item, i) => {
 			if (item.kind === "unusable") throw item.error;
@@ -25436,6 +25474,7 @@ async function runVerify(options, items = new ItemResults()) {
 				if (expansion.single && r.ok) only = r.value;
 				if (r.ok) {
 					elsewhere.add(r.value.finding);
+					namesakes.add(item, r.value.finding);
 					const { hash, finding } = r.value;
 					outputs.checked(item, hash, finding, evidence.namedReceipt(item, i, hash), evidence.digestReceipt(hash));
 				}
@@ -25456,6 +25495,7 @@ async function runVerify(options, items = new ItemResults()) {
 	});
 	if (passedOver > 0) io.info(`passed over ${passedOver} receipt${passedOver === 1 ? " or tree manifest" : "s and tree manifests"} of the documents checked (not documents)`);
 	elsewhere.warn(io);
+	namesakes.warn(io);
 	if (expansion.single && !items.streams && only?.finding.status === "verified") {
 		const results = items.list();
 		const { file, verificationUrl } = results[0];
@@ -25627,7 +25667,7 @@ function toResult(item, r, baseUrl) {
 		...reason ? { reason } : {}
 	});
 }
-var optionsSchema$3, TITLE, ElsewhereReceipts;
+var optionsSchema$3, TITLE, ElsewhereReceipts, LaterNamesakes;
 var init_verify = __esmMin((() => {
 	init_zod();
 	init_batch();
@@ -25675,6 +25715,19 @@ var init_verify = __esmMin((() => {
 			const { service, receipt } = this.#first;
 			const which = this.#count === 1 ? `the receipt ${receipt}` : `${this.#count} receipts (among them ${receipt})`;
 			io.warn(`${which} name${this.#count === 1 ? "s" : ""} the service ${service}, not ${this.#baseUrl}: a receipt is evidence, not a signature; confirm the registration at its verification page only if you trust that service`);
+		}
+	};
+	LaterNamesakes = class {
+		#count = 0;
+		#first = "";
+		add(item, finding) {
+			if (finding.status !== "verified" || !finding.laterNamesake) return;
+			if (this.#count++ === 0) this.#first = itemName(item);
+		}
+		warn(io) {
+			if (this.#count === 0) return;
+			const which = this.#count === 1 ? this.#first : `${this.#count} documents (among them ${this.#first})`;
+			io.warn(`${which}: verified by the ledger, whose latest notarization of ${this.#count === 1 ? "that name" : "their names"} is of another digest: if of the same file, an older build was checked; the ledger keeps names without their folders and cannot tell: verify against the receipts register wrote (--receipt-dir)`);
 		}
 	};
 }));

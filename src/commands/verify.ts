@@ -74,6 +74,9 @@ check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.
+Verified by the ledger while its name was notarized later with another digest: said in its
+reason and a warning (the ledger keeps names without their folders: an older build of it, or
+a file of that name elsewhere; receipts tell them apart).
 unknown: no receipt found and nothing in the ledger.
 invalid: the receipt contradicts itself (its record is of another hash, its verification URL
 names another hash, or it is malformed).
@@ -180,6 +183,7 @@ export async function runVerify(
   const pool = new HashPool(expansion.single ? 1 : undefined);
   let only: Checked | undefined;
   const elsewhere = new ElsewhereReceipts(baseUrl);
+  const namesakes = new LaterNamesakes();
   try {
     await runAll(
       documents,
@@ -196,6 +200,7 @@ export async function runVerify(
           if (expansion.single && r.ok) only = r.value;
           if (r.ok) {
             elsewhere.add(r.value.finding);
+            namesakes.add(item, r.value.finding);
             const { hash, finding } = r.value;
             outputs.checked(item, hash, finding, evidence.namedReceipt(item, i, hash), evidence.digestReceipt(hash));
           }
@@ -226,6 +231,7 @@ export async function runVerify(
     );
   }
   elsewhere.warn(io);
+  namesakes.warn(io);
   // One document verified prints its record, unless results stream (NDJSON): then its line.
   if (expansion.single && !items.streams && only?.finding.status === 'verified') {
     const results = items.list();
@@ -281,6 +287,32 @@ class ElsewhereReceipts {
     io.warn(
       `${which} name${this.#count === 1 ? 's' : ''} the service ${service}, not ${this.#baseUrl}: a receipt is evidence, ` +
         'not a signature; confirm the registration at its verification page only if you trust that service',
+    );
+  }
+}
+
+/**
+ * Documents verified by the ledger whose names were notarized later with
+ * another digest (LedgerIndex.verdict): each result's reason says so; one
+ * warning after the run says it where a script reading exit 0 looks, since
+ * an older build swapped in is among what it may be (r97).
+ */
+class LaterNamesakes {
+  #count = 0;
+  #first = '';
+
+  add(item: InputItem, finding: Finding): void {
+    if (finding.status !== 'verified' || !finding.laterNamesake) return;
+    if (this.#count++ === 0) this.#first = itemName(item);
+  }
+
+  warn(io: IO): void {
+    if (this.#count === 0) return;
+    const which = this.#count === 1 ? this.#first : `${this.#count} documents (among them ${this.#first})`;
+    io.warn(
+      `${which}: verified by the ledger, whose latest notarization of ${this.#count === 1 ? 'that name' : 'their names'} is of another digest: ` +
+        'if of the same file, an older build was checked; the ledger keeps names without their folders and cannot tell: ' +
+        'verify against the receipts register wrote (--receipt-dir)',
     );
   }
 }

@@ -29,7 +29,7 @@ import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
 import type { InputItem } from './inputs.js';
-import type { LedgerIndex } from './ledger.js';
+import type { LedgerIndex, Namesake } from './ledger.js';
 import { decodeJsonText } from './read-input.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 import { pathSegments, RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
@@ -62,6 +62,8 @@ export interface Finding {
   proof?: InclusionProof;
   /** The receipt is not the one of the document's name, but one of its digest in --receipt-dir. */
   byDigest?: true;
+  /** For `verified` by the ledger: its name was notarized later with another digest (`reason` says which). */
+  laterNamesake?: true;
 }
 
 /** Where receipts are looked for, besides beside each document. */
@@ -174,8 +176,14 @@ export function judgeByReceipt(hash: string, path: string, text: string): Findin
 function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefined): Finding {
   const verdict = ledger.verdict(hash, name);
   if (verdict.status === 'verified') {
-    const { entry, proof } = verdict;
-    return { status: 'verified', source: 'ledger', recordJson: entry.recordJson, ...(proof ? { proof } : {}) };
+    const { entry, proof, laterNamesake } = verdict;
+    return {
+      status: 'verified',
+      source: 'ledger',
+      recordJson: entry.recordJson,
+      ...(proof ? { proof } : {}),
+      ...(laterNamesake ? { reason: namesakeNote(laterNamesake), laterNamesake: true as const } : {}),
+    };
   }
   if (verdict.status === 'modified') {
     const { name, sha256, completedAt, digests } = verdict;
@@ -198,6 +206,18 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
     };
   }
   return { status: 'unknown' };
+}
+
+/**
+ * The reason of a document verified by the ledger whose name was notarized later with another
+ * digest: it may be an older build, or a namesake of another folder, which the ledger cannot tell.
+ */
+function namesakeNote({ name, sha256, completedAt }: Namesake): string {
+  return (
+    `'${name}' was notarized later with another digest, ${sha256} (${completedAt}): if that was this same file, ` +
+    'this is an older build (the ledger keeps names without their folders, so a file of that name in another folder ' +
+    'looks the same: verify against the receipts register wrote, --receipt-dir, to tell)'
+  );
 }
 
 /** receiptsByDigest of each run's --receipt-dir, read once per run by whichever part of it asks first. */

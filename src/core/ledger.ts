@@ -11,8 +11,11 @@ import { confirmedOf, Trees, type LoadedTree } from './trees.js';
 import type { InclusionProof } from './receipt-format.js';
 
 export type Verdict =
-  /** `proof`: the document is a leaf of the registered root `entry` is the record of. */
-  | { status: 'verified'; entry: LedgerEntry; proof?: InclusionProof }
+  /**
+   * `proof`: the document is a leaf of the registered root `entry` is the record of. `laterNamesake`:
+   * a file of this name was notarized later with another digest (see LedgerIndex.verdict).
+   */
+  | { status: 'verified'; entry: LedgerEntry; proof?: InclusionProof; laterNamesake?: Namesake }
   /**
    * A file of this name was notarized with digest `sha256`, completed at
    * `completedAt` (the latest of `digests` distinct digests notarized under
@@ -25,6 +28,13 @@ export type Verdict =
    * (that root), but its record never reached this store: registered by the service's word, with no proof here.
    */
   | { status: 'unknown'; damaged?: StoreError; confirmedUnder?: string };
+
+/** The latest notarization of a file name with another digest than the one asked about: which, and when. */
+export interface Namesake {
+  name: string;
+  sha256: string;
+  completedAt: string;
+}
 
 /** The record of a registered tree's root: every tree LedgerIndex is given has one (Trees.load, registeredOnly). */
 function registeredRecord(tree: LoadedTree): LedgerEntry {
@@ -113,16 +123,24 @@ export class LedgerIndex {
     return { index: new LedgerIndex(entries, all, { trees, treeFile, confirmed }), problems: all };
   }
 
-  /** The verdict for a document of digest `hash` named `name` (its base name). */
+  /**
+   * The verdict for a document of digest `hash` named `name` (its base name).
+   * A verified one whose name was notarized later with another digest says
+   * so (`laterNamesake`): an older build swapped in passes here, since the
+   * ledger knows names without their folders and cannot tell a namesake in
+   * another folder (dist/mac/app.tgz beside dist/linux/app.tgz) from a
+   * later build of the same file (r97); receipts, named after the folders
+   * register walked, can.
+   */
   verdict(hash: string, name: string | undefined): Verdict {
     const entry = this.#byHash.get(hash);
-    if (entry) return { status: 'verified', entry };
+    if (entry) return this.#verified(hash, name, { status: 'verified', entry });
     const placed = this.#registered?.trees.place(hash);
     if (placed) {
       const { tree, leafIndex } = placed;
       try {
         const proof = tree.proof(leafIndex, this.#registered!.treeFile(tree.entry.root));
-        return { status: 'verified', entry: registeredRecord(tree), proof };
+        return this.#verified(hash, name, { status: 'verified', entry: registeredRecord(tree), proof });
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         return { status: 'unknown', damaged: error };
@@ -138,5 +156,15 @@ export class LedgerIndex {
     if (sameName === undefined || name === undefined) return { status: 'unknown' };
     const { sha256, completedAt, all } = sameName;
     return { status: 'modified', name, sha256, completedAt, digests: all.size };
+  }
+
+  /** `verdict`, with the later notarization of its name with another digest, if any. */
+  #verified(hash: string, name: string | undefined, verdict: Extract<Verdict, { status: 'verified' }>): Verdict {
+    if (name === undefined) return verdict;
+    this.#nameLeaves();
+    const latest = this.#byName.get(name);
+    if (latest === undefined || latest.sha256 === hash || !(latest.completedAt > verdict.entry.completedAt))
+      return verdict;
+    return { ...verdict, laterNamesake: { name, sha256: latest.sha256, completedAt: latest.completedAt } };
   }
 }

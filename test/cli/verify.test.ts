@@ -91,6 +91,37 @@ describe('runVerify', () => {
     );
   });
 
+  it('an older build swapped in, checked against the ledger: verified, with the later digest in its reason and a warning (r97)', async () => {
+    const path = await registered('dist/app.tgz', 'build 1\n');
+    await registered('dist/app.tgz', 'build 2\n');
+    await writeFile(path, 'build 1\n');
+    const later = bed.ledgerEntry(sha256('build 2\n')) as unknown as { completedAt: string };
+    const run = await bed.main(['verify', path, '--output', 'ndjson']);
+    // Verified: the ledger cannot tell this from a namesake in another folder (the test above).
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'verified', source: 'ledger' });
+    expect(run.stderr).toContain(
+      `warning: ${path}: verified by the ledger, whose latest notarization of that name is of another digest: ` +
+        'if of the same file, an older build was checked;',
+    );
+    const items = new ItemResults();
+    await runVerify(options(contextFor(bed), [path]), items);
+    expect(items.list()[0]).toMatchObject({
+      status: 'verified',
+      reason: expect.stringMatching(
+        new RegExp(
+          `^'app\\.tgz' was notarized later with another digest, ${sha256('build 2\n')} \\(${later.completedAt}\\): if that was this same file, this is an older build`,
+        ),
+      ),
+    });
+    // The latest build is verified with no such word.
+    await writeFile(path, 'build 2\n');
+    const latest = await bed.main(['verify', path, '--output', 'ndjson']);
+    expect(latest.code).toBe(0);
+    expect(JSON.parse(latest.stdout).reason).toBeUndefined();
+    expect(latest.stderr).not.toContain('warning');
+  });
+
   it('an older release swapped in for a build registered beside a namesake, verified alone or by its folder: modified (r92)', async () => {
     const receipts = bed.path('release-receipts');
     const old = await bed.file('rel1/app.tgz', 'release 1\n');

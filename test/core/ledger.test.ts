@@ -52,6 +52,27 @@ describe('LedgerIndex', () => {
     }
   });
 
+  it('verifies an older digest of a name notarized later with another, saying so; not the latest, nor under another name', () => {
+    // r97: an older build swapped in was verified with no word of the later one.
+    for (const entries of [
+      [v1, v2],
+      [v2, v1],
+    ]) {
+      const index = new LedgerIndex(entries);
+      expect(index.verdict(v1.hash, 'contract.pdf')).toEqual({
+        status: 'verified',
+        entry: v1,
+        laterNamesake: { name: 'contract.pdf', sha256: v2.hash, completedAt: v2.completedAt },
+      });
+      expect(index.verdict(v2.hash, 'contract.pdf')).toEqual({ status: 'verified', entry: v2 });
+      expect(index.verdict(v1.hash, 'renamed.pdf')).toEqual({ status: 'verified', entry: v1 });
+      expect(index.verdict(v1.hash, undefined)).toEqual({ status: 'verified', entry: v1 });
+    }
+    // The same digest notarized again after the other: its latest notarization is its own.
+    const again = { ...v1, completedAt: '2024-03-01T00:00:00.000Z' };
+    expect(new LedgerIndex([v2, again]).verdict(v1.hash, 'contract.pdf')).toEqual({ status: 'verified', entry: again });
+  });
+
   it('knows nothing of an unknown digest under an unknown name, or with no name', () => {
     const index = new LedgerIndex([v1, bare]);
     expect(index.verdict(hashOf('other'), 'other.pdf')).toEqual({ status: 'unknown' });
