@@ -9575,6 +9575,10 @@ function parseBaseUrl(value) {
 		code: "unsafe_base_url",
 		hint: "notarize sends its credentials to the service, never in clear: use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself"
 	});
+	if (url.port === "0") throw new UsageError(`invalid base URL for '${url.hostname}': port 0 cannot be connected to`, {
+		code: "unsafe_base_url",
+		hint: "give the service's port (`notarize sandbox --port 0` prints the one it took)"
+	});
 	if (url.username || url.password || url.search || url.hash) throw new UsageError(`invalid base URL for '${url.host}': no credentials, query or fragment allowed`, { code: "unsafe_base_url" });
 	const normalised = url.toString().replace(/\/+$/, "");
 	if (!BASE_URL_PATTERN.test(normalised)) throw new UsageError(`invalid base URL for '${url.host}': it holds a character a plain URL may not (RFC 3986)`, {
@@ -9939,7 +9943,7 @@ var init_batch = __esmMin((() => {
 		failure(sent, total) {
 			const code = this.code(sent);
 			if (code === EXIT.ok) return void 0;
-			const several = "each item's own hint is in its JSON result (--json)";
+			const several = "each item's own hint is in its result (error.hint with --json)";
 			let hint;
 			if (code === EXIT.transient) {
 				if (this.#fdShortage === this.failed) hint = `every failure was transient: ${FD_SHORTAGE_REMEDY}, then run the command again`;

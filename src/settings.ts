@@ -265,6 +265,14 @@ export function parseBaseUrl(value: string): string {
       hint: 'notarize sends its credentials to the service, never in clear: use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself',
     });
   }
+  if (url.port === '0') {
+    // No connection can be made to port 0: every call would fail as "try again later" (exit 4), and a
+    // script that retries on 4 would retry for ever (r98).
+    throw new UsageError(`invalid base URL for '${url.hostname}': port 0 cannot be connected to`, {
+      code: 'unsafe_base_url',
+      hint: "give the service's port (`notarize sandbox --port 0` prints the one it took)",
+    });
+  }
   if (url.username || url.password || url.search || url.hash) {
     // Name the host only: the rejected URL may carry a password.
     throw new UsageError(`invalid base URL for '${url.host}': no credentials, query or fragment allowed`, {

@@ -191,7 +191,7 @@ export class FailureTally {
   failure(sent: boolean, total: number): BatchError | undefined {
     const code = this.code(sent);
     if (code === EXIT.ok) return undefined;
-    const several = "each item's own hint is in its JSON result (--json)";
+    const several = "each item's own hint is in its result (error.hint with --json)";
     let hint: string | undefined;
     if (code === EXIT.transient) {
       // As each item's own hint says: where the limit of open files is the cause, "later" is no cure.

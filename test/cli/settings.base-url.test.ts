@@ -45,6 +45,15 @@ describe('parseBaseUrl', () => {
     refusal(value);
   });
 
+  it.each(['http://127.0.0.1:0', 'https://app.dedit.io:0', 'http://[::1]:00'])(
+    'refuses %s: port 0 cannot be connected to, and "try again later" would never end (r98)',
+    (value) => {
+      const error = refusal(value);
+      expect(error.code).toBe('unsafe_base_url');
+      expect(error.message).toMatch(/port 0 cannot be connected to$/);
+    },
+  );
+
   it.each(['ftp://app.dedit.io', 'file:///etc/passwd', 'javascript:alert(1)'])('refuses the scheme of %s', (value) => {
     expect(refusal(value).code).toBe('unsafe_base_url');
   });

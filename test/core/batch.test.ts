@@ -210,9 +210,11 @@ describe('FailureTally', () => {
     );
     expect(tallyOf([transient, unread, unread]).failure(true, 3)?.hint).toBe('finish it with notarize complete h');
     expect(tallyOf([unread, other]).failure(true, 2)?.hint).toBe(
-      "finish it with notarize complete h; each item's own hint is in its JSON result (--json)",
+      "finish it with notarize complete h; each item's own hint is in its result (error.hint with --json)",
     );
-    expect(tallyOf([usage, other]).failure(true, 2)?.hint).toBe("each item's own hint is in its JSON result (--json)");
+    expect(tallyOf([usage, other]).failure(true, 2)?.hint).toBe(
+      "each item's own hint is in its result (error.hint with --json)",
+    );
     expect(tallyOf([usage]).failure(true, 1)?.hint).toBeUndefined();
   });
   it('failure\'s hint when a transient failure lacked a file descriptor: the limit to raise, not "later" (r79)', () => {
