@@ -22293,6 +22293,273 @@ var init_inputs = __esmMin((() => {
 	]);
 	WHILE_WALKED = "while its folder was walked";
 }));
+// dist/commands/verify-outputs.js
+/**
+* The receipts and tree manifests a walk of `verify` meets (`verify -r dist`,
+* receipts beside the documents or in a folder under them): notarize's
+* outputs, not documents. Such a file is passed over only when it is one
+* (a receipt that holds together, a manifest with the bytes register wrote:
+* trees.ts exactManifestDigests) and it belongs to the documents checked in the same run:
+*
+* - a receipt, when it was a document's evidence; or when it is at the very
+*   path of the receipt of a document checked here (`<file>.notarization.json`
+*   beside that file; in --receipt-dir, the name register gives it there, or
+*   `<digest>.notarization.json` as register names one without a name) and
+*   is of that document's digest (or that document is not verified: the run
+*   fails on it anyway). One of such a name in any other folder of the walk
+*   is not (`dist/other/app.notarization.json` is no receipt of
+*   `dist/linux/app`). A receipt beside a file left out with --exclude is
+*   not passed over: exclude it too;
+* - a manifest, when its root is that of a document verified here, or of
+*   the proof of a receipt passed over.
+*
+* Anyone can write a file that reads as a receipt (a bare record is any
+* JSON object of the record's shape), and a digest is public: a file planted
+* in a release folder as `postinstall.notarization.json`, passed over on its
+* looks or its digest alone, let the release check exit 0 with it
+* unverified. One that belongs to no document is `unknown`, as any file
+* nothing proves. What a receipt or manifest says in free text (a
+* description, the service's record) is not checked here: only the service
+* confirms a registration (docs/verify-by-hand.md).
+*/
+/**
+* What `path` is when it is a receipt that holds together (readReceipt) or a
+* tree manifest as notarize writes it (trees.ts exactManifestDigests); undefined when it is neither,
+* so a document. Outside --receipt-dir only files named as register names
+* them (`*.notarization.json`, `<root>.tree.json`) are read as such; inside
+* it, a receipt must be so named too: another JSON file there that reads as
+* a bare record is a file register passed over.
+*/
+async function notarizeOutput(path, inside) {
+	try {
+		const name = basename(path);
+		const root = manifestRoot(name);
+		if (root !== void 0) return exactManifestDigests(path, root) === void 0 ? void 0 : {
+			kind: "manifest",
+			path,
+			inside,
+			root
+		};
+		if (!name.endsWith(".notarization.json")) return void 0;
+		const text = await readReceiptFile(path);
+		if (text === void 0) return void 0;
+		const receipt = readReceipt(text);
+		if (!receipt.consistent) return void 0;
+		return {
+			kind: "receipt",
+			path,
+			inside,
+			sha256: receipt.sha256,
+			root: receipt.proof?.root
+		};
+	} catch {
+		return;
+	}
+}
+/**
+* Whether `path`, met by a walk, is a receipt or a tree manifest (notarizeOutput): register
+* passes such a file over as verify does (r97: it registered, and paid for, what verify never
+* checks as a document).
+*/
+async function outputKind(path) {
+	return (await notarizeOutput(path, false))?.kind;
+}
+/** Whether `path` is an empty regular file (never followed, never opened: its size is all that is asked). */
+function isEmptyFile(path) {
+	const info = lstatSync(path, { throwIfNoEntry: false });
+	return info !== void 0 && info.isFile() && info.size === 0;
+}
+/** The receipt or manifest `path` is named as the temporary file of (writeFileAtomic's), if it is. */
+function leftoverTarget(path) {
+	const target = temporaryTarget(basename(path));
+	return target !== void 0 && (target.endsWith(".notarization.json") || target.endsWith(".tree.json")) ? target : void 0;
+}
+/**
+* Whether the bytes of the file `piece` are the first bytes of the file
+* `whole` (a receipt or manifest read whole already). `piece` is read only
+* if it is a regular file no larger than `whole`: a file planted under such
+* a name may be anything (a FIFO, gigabytes), never waited on or held.
+*/
+function isPrefixOf(piece, whole) {
+	let fd;
+	try {
+		const all = readFileSync(whole);
+		fd = openSync(piece, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+		const info = fstatSync(fd);
+		if (!info.isFile() || info.size > all.length) return false;
+		const start = Buffer.alloc(info.size);
+		for (let read = 0; read < start.length;) {
+			const n = readSync(fd, start, read, start.length - read, read);
+			if (n === 0) return false;
+			read += n;
+		}
+		return all.subarray(0, start.length).equals(start);
+	} catch {
+		return false;
+	} finally {
+		if (fd !== void 0) closeSync(fd);
+	}
+}
+/** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */
+function insideReceiptDir(path) {
+	const reason = "inside --receipt-dir, and no receipt: register passes such a file over, so it has none";
+	return {
+		kind: "unusable",
+		path,
+		error: new InputFileError(path, reason, {
+			code: INSIDE_RECEIPT_DIR,
+			message: `${path} is ${reason}`,
+			hint: "move it out of --receipt-dir, or leave it out with --exclude"
+		})
+	};
+}
+/** Why a receipt or manifest that belongs to no document checked is `unknown`. */
+function unownedReason(output) {
+	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
+	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)`;
+}
+var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON, LEFTOVER_UNOWNED_REASON, PROBE_REASON, PROBE_UNOWNED_REASON;
+var init_verify_outputs = __esmMin((() => {
+	init_receipt_format();
+	init_evidence();
+	init_trees();
+	init_receipts();
+	init_errors$2();
+	init_path_spelling();
+	init_files();
+	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
+	WalkOutputs = class {
+		#held = [];
+		/** The receipts that were a document's evidence. */
+		#evidence = /* @__PURE__ */ new Set();
+		/** The roots documents were verified under. */
+		#roots = /* @__PURE__ */ new Set();
+		/** The receipts named as a document's, by real path (#real): the digests each may be of (any: undefined). */
+		#named = /* @__PURE__ */ new Map();
+		/** Each folder's real path, by its path as given. */
+		#folders = new RealFolders();
+		/**
+		* The items of a walk without notarize's outputs, which are held for
+		* settle(). Anything else in --receipt-dir (`inReceiptDir`), whatever its
+		* name, is a file register passed over: it has no receipt, and verifying
+		* it would only say `unknown`; it fails with the way out instead (still
+		* not a pass). A walk of outputs alone has no document: a UsageError, as
+		* for an empty folder.
+		*/
+		async *documents(items, inReceiptDir) {
+			let documents = 0;
+			for await (const item of items) {
+				const walked = item.kind === "file" && item.relative !== void 0;
+				const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
+				const target = item.kind === "file" && inside ? leftoverTarget(item.path) : void 0;
+				let output;
+				if (item.kind === "file" && target !== void 0) output = {
+					kind: "leftover",
+					path: item.path,
+					inside: true,
+					target
+				};
+				else if (item.kind === "file" && inside && isWriteProbe(basename(item.path))) output = {
+					kind: "probe",
+					path: item.path,
+					inside: true
+				};
+				else if (walked || inside) output = await notarizeOutput(item.path, inside);
+				if (output !== void 0) {
+					this.#held.push(output);
+					continue;
+				}
+				documents++;
+				yield inside && walked ? insideReceiptDir(item.path) : item;
+			}
+			if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
+				code: "no_documents",
+				hint: "name the documents, or the folders that hold them"
+			});
+		}
+		/**
+		* Takes what the document `item` of digest `sha256`, found to be
+		* `finding`, accounts for. `named` is the receipt looked for first for it
+		* (Evidence.namedReceipt: in --receipt-dir under the name register gave
+		* it, else beside it), `byDigest` where register puts the receipt of a
+		* document of its digest with no name (Evidence.digestReceipt). Exact
+		* paths: a file of the same name in another folder is not its receipt.
+		*/
+		checked(item, sha256, finding, named, byDigest) {
+			if (finding.receipt !== void 0) this.#evidence.add(this.#real(finding.receipt));
+			const verified = finding.status === "verified";
+			if (verified && finding.proof) this.#roots.add(finding.proof.root);
+			const beside = item.kind === "file" ? `${item.path}${RECEIPT_SUFFIX}` : void 0;
+			for (const path of [
+				named,
+				beside,
+				verified ? byDigest : void 0
+			]) {
+				if (path === void 0) continue;
+				const key = this.#real(path);
+				if (!verified) this.#named.set(key, void 0);
+				else if (!this.#named.has(key) || this.#named.get(key) !== void 0) this.#named.set(key, /* @__PURE__ */ new Set([...this.#named.get(key) ?? [], sha256]));
+			}
+		}
+		/** Each output held: passed over (`skip`) when it belongs to a document checked, else `unknown` (`unowned`). */
+		settle(skip, unowned) {
+			const receipts = this.#held.filter((output) => output.kind === "receipt");
+			const roots = new Set(this.#roots);
+			const owned = /* @__PURE__ */ new Set();
+			for (const receipt of receipts) {
+				if (!this.#ownsReceipt(receipt)) continue;
+				owned.add(receipt);
+				if (receipt.root !== void 0) roots.add(receipt.root);
+			}
+			const passed = /* @__PURE__ */ new Set();
+			for (const output of this.#held) {
+				if (output.kind === "leftover" || output.kind === "probe") continue;
+				const where = output.inside ? "inside --receipt-dir: " : "";
+				if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) {
+					passed.add(resolve(output.path));
+					skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
+				} else unowned(output.path, unownedReason(output));
+			}
+			for (const output of this.#held) {
+				if (output.kind === "probe") {
+					if (isEmptyFile(output.path)) skip(output.path, `inside --receipt-dir: ${PROBE_REASON}`);
+					else unowned(output.path, PROBE_UNOWNED_REASON);
+				}
+				if (output.kind !== "leftover") continue;
+				const of = resolve(dirname(output.path), output.target);
+				if (passed.has(of) && isPrefixOf(output.path, of)) skip(output.path, `inside --receipt-dir: ${LEFTOVER_REASON}`);
+				else unowned(output.path, LEFTOVER_UNOWNED_REASON);
+			}
+		}
+		/**
+		* `path` in its folder's real path: one receipt whether reached through a
+		* link to a folder or not (--receipt-dir named through a link to the
+		* folder walked). The file itself is not followed: a walk meets no link's
+		* target.
+		*/
+		#real(path) {
+			return this.#folders.of(path);
+		}
+		/**
+		* Whether a receipt met belongs to a document checked: it was its evidence,
+		* or it is at the very path named as its receipt (checked()) and of its
+		* digest. Not one of the same name in another folder of the walk, nor one
+		* beside a file left out (--exclude it too), nor beside another receipt
+		* (`x.notarization.json.notarization.json`).
+		*/
+		#ownsReceipt(receipt) {
+			const path = this.#real(receipt.path);
+			if (this.#evidence.has(path)) return true;
+			if (!this.#named.has(path)) return false;
+			const digests = this.#named.get(path);
+			return digests === void 0 || digests.has(receipt.sha256);
+		}
+	};
+	LEFTOVER_REASON = "the temporary file of a receipt or tree manifest passed over here, left by a run stopped before it renamed it (it holds the start of that file; not a document; it can be removed)";
+	LEFTOVER_UNOWNED_REASON = "inside --receipt-dir, named as a temporary file of a receipt or tree manifest, but it holds no start of one passed over here: nothing checked here proves this file (remove it)";
+	PROBE_REASON = "the empty file register makes to check that the folder takes files, left by a run killed at that moment (not a document; it can be removed)";
+	PROBE_UNOWNED_REASON = "inside --receipt-dir, named as the empty file register checks the folder with, but not empty: nothing checked here proves this file (remove it)";
+}));
 // dist/commands/register-inputs.js
 function displayName(item) {
 	return item.kind === "file" || item.kind === "unusable" ? item.path : item.kind === "stdin" ? "-" : null;
@@ -22314,8 +22581,9 @@ async function listDocuments(options, skip) {
 		checkOptions(options, "hash");
 	} else {
 		const expansion = await expandInputs(options.paths, toInputOptions(options), options.io.stdin, skip);
+		const inReceiptDir = options.receiptDir === void 0 ? void 0 : insideDir(options.receiptDir);
 		documents = {
-			items: expansion.items,
+			items: withoutOutputs(expansion.items, skip, options.io, inReceiptDir),
 			single: expansion.single
 		};
 		if (expansion.stdinNamed) checkOptions(options, "stdin");
@@ -22341,6 +22609,39 @@ async function listDocuments(options, skip) {
 		items: all,
 		receipts: await planReceipts(options.receiptDir, all.map(receiptSubject))
 	};
+}
+/**
+* `items` without the receipts and tree manifests a walk finds (`register -r
+* dist` over receipts kept beside their documents, or an older receipts folder
+* under it): verify's walk passes them over as outputs, never checks them as
+* documents (verify-outputs.ts), so registering them paid for what nothing
+* would verify (r97). Named or listed, such a file is a document, as for
+* verify. A walk of outputs alone has no document: a UsageError, as an empty
+* folder's.
+*/
+async function* withoutOutputs(items, skip, io, inReceiptDir) {
+	const passed = [];
+	let documents = 0;
+	for await (const item of items) {
+		const kind = item.kind === "file" && item.relative !== void 0 && !inReceiptDir?.(item.path) ? await outputKind(item.path) : void 0;
+		if (kind === void 0) {
+			documents++;
+			yield item;
+			continue;
+		}
+		const { path } = item;
+		skip({
+			path,
+			reason: OUTPUT_REASON[kind]
+		}, false);
+		if (passed.length <= MANY_INSIDE) passed.push(path);
+	}
+	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered`);
+	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (outputs are not registered)`);
+	if (documents === 0 && passed.length > 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
+		code: "no_documents",
+		hint: "name the documents, or the folders that hold them"
+	});
 }
 function receiptSubject(item) {
 	if (item.kind !== "file" && item.kind !== "unusable") return {};
@@ -22401,7 +22702,7 @@ async function firstOf(items) {
 	for await (const item of items) return item;
 	throw new Error("no item");
 }
-var TITLE$1, CONCURRENCY$1, optionsSchema$6, MANY_INSIDE, STDIN_TWICE;
+var TITLE$1, CONCURRENCY$1, optionsSchema$6, MANY_INSIDE, OUTPUT_REASON, STDIN_TWICE;
 var init_register_inputs = __esmMin((() => {
 	init_zod();
 	init_schemas();
@@ -22413,6 +22714,7 @@ var init_register_inputs = __esmMin((() => {
 	init_path_spelling();
 	init_errors$2();
 	init_input_options();
+	init_verify_outputs();
 	init_options();
 	TITLE$1 = "notarize register";
 	CONCURRENCY$1 = "expected a whole number from 1 to 256";
@@ -22434,6 +22736,10 @@ var init_register_inputs = __esmMin((() => {
 		aggregate: boolean().default(false)
 	});
 	MANY_INSIDE = 3;
+	OUTPUT_REASON = {
+		receipt: "a notarize receipt, found by a walk (outputs are not registered: name it alone, or list it, to register it)",
+		manifest: "a notarize tree manifest, found by a walk (outputs are not registered: name it alone, or list it, to register it)"
+	};
 	STDIN_TWICE = "'-' cannot be both a document and --description-file";
 }));
 // dist/commands/register-aggregate.js
@@ -23304,6 +23610,9 @@ exit 0, the ledger's record if any, else the public verification page. The servi
 not document its status codes: this reading of 409 is an assumption.
 A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
 again on its own; \`notarize complete <hash>\` sends it again when you ask.
+
+A walk (-r) passes over the receipts and tree manifests it finds (skipped results), as
+verify -r does; named or listed, such a file is a document.
 
 Several documents: one result per document; one failure does not stop the others,
 even a document that cannot be read (it is a failed result). Exit 0 when all succeeded,
@@ -25080,265 +25389,6 @@ var init_ledger = __esmMin((() => {
 		}
 	};
 }));
-// dist/commands/verify-outputs.js
-/**
-* The receipts and tree manifests a walk of `verify` meets (`verify -r dist`,
-* receipts beside the documents or in a folder under them): notarize's
-* outputs, not documents. Such a file is passed over only when it is one
-* (a receipt that holds together, a manifest with the bytes register wrote:
-* trees.ts exactManifestDigests) and it belongs to the documents checked in the same run:
-*
-* - a receipt, when it was a document's evidence; or when it is at the very
-*   path of the receipt of a document checked here (`<file>.notarization.json`
-*   beside that file; in --receipt-dir, the name register gives it there, or
-*   `<digest>.notarization.json` as register names one without a name) and
-*   is of that document's digest (or that document is not verified: the run
-*   fails on it anyway). One of such a name in any other folder of the walk
-*   is not (`dist/other/app.notarization.json` is no receipt of
-*   `dist/linux/app`). A receipt beside a file left out with --exclude is
-*   not passed over: exclude it too;
-* - a manifest, when its root is that of a document verified here, or of
-*   the proof of a receipt passed over.
-*
-* Anyone can write a file that reads as a receipt (a bare record is any
-* JSON object of the record's shape), and a digest is public: a file planted
-* in a release folder as `postinstall.notarization.json`, passed over on its
-* looks or its digest alone, let the release check exit 0 with it
-* unverified. One that belongs to no document is `unknown`, as any file
-* nothing proves. What a receipt or manifest says in free text (a
-* description, the service's record) is not checked here: only the service
-* confirms a registration (docs/verify-by-hand.md).
-*/
-/**
-* What `path` is when it is a receipt that holds together (readReceipt) or a
-* tree manifest as notarize writes it (trees.ts exactManifestDigests); undefined when it is neither,
-* so a document. Outside --receipt-dir only files named as register names
-* them (`*.notarization.json`, `<root>.tree.json`) are read as such; inside
-* it, a receipt must be so named too: another JSON file there that reads as
-* a bare record is a file register passed over.
-*/
-async function notarizeOutput(path, inside) {
-	try {
-		const name = basename(path);
-		const root = manifestRoot(name);
-		if (root !== void 0) return exactManifestDigests(path, root) === void 0 ? void 0 : {
-			kind: "manifest",
-			path,
-			inside,
-			root
-		};
-		if (!name.endsWith(".notarization.json")) return void 0;
-		const text = await readReceiptFile(path);
-		if (text === void 0) return void 0;
-		const receipt = readReceipt(text);
-		if (!receipt.consistent) return void 0;
-		return {
-			kind: "receipt",
-			path,
-			inside,
-			sha256: receipt.sha256,
-			root: receipt.proof?.root
-		};
-	} catch {
-		return;
-	}
-}
-/** Whether `path` is an empty regular file (never followed, never opened: its size is all that is asked). */
-function isEmptyFile(path) {
-	const info = lstatSync(path, { throwIfNoEntry: false });
-	return info !== void 0 && info.isFile() && info.size === 0;
-}
-/** The receipt or manifest `path` is named as the temporary file of (writeFileAtomic's), if it is. */
-function leftoverTarget(path) {
-	const target = temporaryTarget(basename(path));
-	return target !== void 0 && (target.endsWith(".notarization.json") || target.endsWith(".tree.json")) ? target : void 0;
-}
-/**
-* Whether the bytes of the file `piece` are the first bytes of the file
-* `whole` (a receipt or manifest read whole already). `piece` is read only
-* if it is a regular file no larger than `whole`: a file planted under such
-* a name may be anything (a FIFO, gigabytes), never waited on or held.
-*/
-function isPrefixOf(piece, whole) {
-	let fd;
-	try {
-		const all = readFileSync(whole);
-		fd = openSync(piece, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-		const info = fstatSync(fd);
-		if (!info.isFile() || info.size > all.length) return false;
-		const start = Buffer.alloc(info.size);
-		for (let read = 0; read < start.length;) {
-			const n = readSync(fd, start, read, start.length - read, read);
-			if (n === 0) return false;
-			read += n;
-		}
-		return all.subarray(0, start.length).equals(start);
-	} catch {
-		return false;
-	} finally {
-		if (fd !== void 0) closeSync(fd);
-	}
-}
-/** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */
-function insideReceiptDir(path) {
-	const reason = "inside --receipt-dir, and no receipt: register passes such a file over, so it has none";
-	return {
-		kind: "unusable",
-		path,
-		error: new InputFileError(path, reason, {
-			code: INSIDE_RECEIPT_DIR,
-			message: `${path} is ${reason}`,
-			hint: "move it out of --receipt-dir, or leave it out with --exclude"
-		})
-	};
-}
-/** Why a receipt or manifest that belongs to no document checked is `unknown`. */
-function unownedReason(output) {
-	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
-	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)`;
-}
-var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON, LEFTOVER_UNOWNED_REASON, PROBE_REASON, PROBE_UNOWNED_REASON;
-var init_verify_outputs = __esmMin((() => {
-	init_receipt_format();
-	init_evidence();
-	init_trees();
-	init_receipts();
-	init_errors$2();
-	init_path_spelling();
-	init_files();
-	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
-	WalkOutputs = class {
-		#held = [];
-		/** The receipts that were a document's evidence. */
-		#evidence = /* @__PURE__ */ new Set();
-		/** The roots documents were verified under. */
-		#roots = /* @__PURE__ */ new Set();
-		/** The receipts named as a document's, by real path (#real): the digests each may be of (any: undefined). */
-		#named = /* @__PURE__ */ new Map();
-		/** Each folder's real path, by its path as given. */
-		#folders = new RealFolders();
-		/**
-		* The items of a walk without notarize's outputs, which are held for
-		* settle(). Anything else in --receipt-dir (`inReceiptDir`), whatever its
-		* name, is a file register passed over: it has no receipt, and verifying
-		* it would only say `unknown`; it fails with the way out instead (still
-		* not a pass). A walk of outputs alone has no document: a UsageError, as
-		* for an empty folder.
-		*/
-		async *documents(items, inReceiptDir) {
-			let documents = 0;
-			for await (const item of items) {
-				const walked = item.kind === "file" && item.relative !== void 0;
-				const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
-				const target = item.kind === "file" && inside ? leftoverTarget(item.path) : void 0;
-				let output;
-				if (item.kind === "file" && target !== void 0) output = {
-					kind: "leftover",
-					path: item.path,
-					inside: true,
-					target
-				};
-				else if (item.kind === "file" && inside && isWriteProbe(basename(item.path))) output = {
-					kind: "probe",
-					path: item.path,
-					inside: true
-				};
-				else if (walked || inside) output = await notarizeOutput(item.path, inside);
-				if (output !== void 0) {
-					this.#held.push(output);
-					continue;
-				}
-				documents++;
-				yield inside && walked ? insideReceiptDir(item.path) : item;
-			}
-			if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
-				code: "no_documents",
-				hint: "name the documents, or the folders that hold them"
-			});
-		}
-		/**
-		* Takes what the document `item` of digest `sha256`, found to be
-		* `finding`, accounts for. `named` is the receipt looked for first for it
-		* (Evidence.namedReceipt: in --receipt-dir under the name register gave
-		* it, else beside it), `byDigest` where register puts the receipt of a
-		* document of its digest with no name (Evidence.digestReceipt). Exact
-		* paths: a file of the same name in another folder is not its receipt.
-		*/
-		checked(item, sha256, finding, named, byDigest) {
-			if (finding.receipt !== void 0) this.#evidence.add(this.#real(finding.receipt));
-			const verified = finding.status === "verified";
-			if (verified && finding.proof) this.#roots.add(finding.proof.root);
-			const beside = item.kind === "file" ? `${item.path}${RECEIPT_SUFFIX}` : void 0;
-			for (const path of [
-				named,
-				beside,
-				verified ? byDigest : void 0
-			]) {
-				if (path === void 0) continue;
-				const key = this.#real(path);
-				if (!verified) this.#named.set(key, void 0);
-				else if (!this.#named.has(key) || this.#named.get(key) !== void 0) this.#named.set(key, /* @__PURE__ */ new Set([...this.#named.get(key) ?? [], sha256]));
-			}
-		}
-		/** Each output held: passed over (`skip`) when it belongs to a document checked, else `unknown` (`unowned`). */
-		settle(skip, unowned) {
-			const receipts = this.#held.filter((output) => output.kind === "receipt");
-			const roots = new Set(this.#roots);
-			const owned = /* @__PURE__ */ new Set();
-			for (const receipt of receipts) {
-				if (!this.#ownsReceipt(receipt)) continue;
-				owned.add(receipt);
-				if (receipt.root !== void 0) roots.add(receipt.root);
-			}
-			const passed = /* @__PURE__ */ new Set();
-			for (const output of this.#held) {
-				if (output.kind === "leftover" || output.kind === "probe") continue;
-				const where = output.inside ? "inside --receipt-dir: " : "";
-				if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) {
-					passed.add(resolve(output.path));
-					skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
-				} else unowned(output.path, unownedReason(output));
-			}
-			for (const output of this.#held) {
-				if (output.kind === "probe") {
-					if (isEmptyFile(output.path)) skip(output.path, `inside --receipt-dir: ${PROBE_REASON}`);
-					else unowned(output.path, PROBE_UNOWNED_REASON);
-				}
-				if (output.kind !== "leftover") continue;
-				const of = resolve(dirname(output.path), output.target);
-				if (passed.has(of) && isPrefixOf(output.path, of)) skip(output.path, `inside --receipt-dir: ${LEFTOVER_REASON}`);
-				else unowned(output.path, LEFTOVER_UNOWNED_REASON);
-			}
-		}
-		/**
-		* `path` in its folder's real path: one receipt whether reached through a
-		* link to a folder or not (--receipt-dir named through a link to the
-		* folder walked). The file itself is not followed: a walk meets no link's
-		* target.
-		*/
-		#real(path) {
-			return this.#folders.of(path);
-		}
-		/**
-		* Whether a receipt met belongs to a document checked: it was its evidence,
-		* or it is at the very path named as its receipt (checked()) and of its
-		* digest. Not one of the same name in another folder of the walk, nor one
-		* beside a file left out (--exclude it too), nor beside another receipt
-		* (`x.notarization.json.notarization.json`).
-		*/
-		#ownsReceipt(receipt) {
-			const path = this.#real(receipt.path);
-			if (this.#evidence.has(path)) return true;
-			if (!this.#named.has(path)) return false;
-			const digests = this.#named.get(path);
-			return digests === void 0 || digests.has(receipt.sha256);
-		}
-	};
-	LEFTOVER_REASON = "the temporary file of a receipt or tree manifest passed over here, left by a run stopped before it renamed it (it holds the start of that file; not a document; it can be removed)";
-	LEFTOVER_UNOWNED_REASON = "inside --receipt-dir, named as a temporary file of a receipt or tree manifest, but it holds no start of one passed over here: nothing checked here proves this file (remove it)";
-	PROBE_REASON = "the empty file register makes to check that the folder takes files, left by a run killed at that moment (not a document; it can be removed)";
-	PROBE_UNOWNED_REASON = "inside --receipt-dir, named as the empty file register checks the folder with, but not empty: nothing checked here proves this file (remove it)";
-}));
 // dist/commands/verify.js
 var verify_exports = /* @__PURE__ */ __exportAll({
 	configure: () => configure$8,
@@ -25638,7 +25688,8 @@ function verifyFailure(counts, { baseUrl, unfollowed, strays, receiptDir, ledger
 * The hint for the receipts and manifests among the files checked that no
 * document checked is under. No claim that nothing proves them: a receipt
 * of a document renamed since proves that document, and one registered as a
-* document of its own is checked as one when named alone.
+* document of its own is checked as one when named in a run of its own (r97:
+* named beside the walk that met it, it was both verified and unknown).
 */
 function straysHint(strays) {
 	const [these, lines, them] = strays === 1 ? [
@@ -25650,7 +25701,7 @@ function straysHint(strays) {
 		"their lines",
 		"them"
 	];
-	return `unknown: ${these} among the files checked that no document checked is under (see ${lines}): one registered as a document of its own is checked as one when named alone, and a receipt of a document renamed since proves that document with --receipt; else leave ${them} out of the files checked`;
+	return `unknown: ${these} among the files checked that no document checked is under (see ${lines}): a receipt of a document renamed since proves that document with --receipt; one registered as a document of its own (named or listed: a walk of register passes them over) is checked as one when named in a verify run of its own; else leave ${them} out of the files checked (--exclude)`;
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */
 function underRoot(proof, source) {

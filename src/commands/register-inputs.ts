@@ -17,6 +17,7 @@ import type { IO } from '../output/io.js';
 import type { ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { inputOptionsShape, toInputOptions } from './input-options.js';
+import { outputKind } from './verify-outputs.js';
 import { outputSchema } from './options.js';
 
 export const TITLE = 'notarize register';
@@ -105,7 +106,9 @@ export async function listDocuments(
     checkOptions(options, 'hash');
   } else {
     const expansion = await expandInputs(options.paths, toInputOptions(options), options.io.stdin, skip);
-    documents = { items: expansion.items, single: expansion.single };
+    // Inside --receipt-dir, outputs are passed over below, with their own reason.
+    const inReceiptDir = options.receiptDir === undefined ? undefined : insideDir(options.receiptDir);
+    documents = { items: withoutOutputs(expansion.items, skip, options.io, inReceiptDir), single: expansion.single };
     // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
     if (expansion.stdinNamed) checkOptions(options, 'stdin');
   }
@@ -149,6 +152,57 @@ export async function listDocuments(
 
 /** Files met inside --receipt-dir past which they are warned about in one line, not one each. */
 const MANY_INSIDE = 3;
+
+const OUTPUT_REASON = {
+  receipt:
+    'a notarize receipt, found by a walk (outputs are not registered: name it alone, or list it, to register it)',
+  manifest:
+    'a notarize tree manifest, found by a walk (outputs are not registered: name it alone, or list it, to register it)',
+};
+
+/**
+ * `items` without the receipts and tree manifests a walk finds (`register -r
+ * dist` over receipts kept beside their documents, or an older receipts folder
+ * under it): verify's walk passes them over as outputs, never checks them as
+ * documents (verify-outputs.ts), so registering them paid for what nothing
+ * would verify (r97). Named or listed, such a file is a document, as for
+ * verify. A walk of outputs alone has no document: a UsageError, as an empty
+ * folder's.
+ */
+async function* withoutOutputs(
+  items: Iterable<InputItem> | AsyncIterable<InputItem>,
+  skip: (s: SkippedPath, warn?: boolean) => void,
+  io: IO,
+  inReceiptDir: ((path: string) => boolean) | undefined,
+): AsyncGenerator<InputItem> {
+  const passed: string[] = [];
+  let documents = 0;
+  for await (const item of items) {
+    const walked = item.kind === 'file' && item.relative !== undefined && !inReceiptDir?.(item.path);
+    const kind = walked ? await outputKind(item.path) : undefined;
+    if (kind === undefined) {
+      documents++;
+      yield item;
+      continue;
+    }
+    const { path } = item as Extract<InputItem, { kind: 'file' }>;
+    // Each is a skipped result; the warning is said once, below: receipts kept beside documents are many.
+    skip({ path, reason: OUTPUT_REASON[kind] }, false);
+    if (passed.length <= MANY_INSIDE) passed.push(path);
+  }
+  if (passed.length > MANY_INSIDE) {
+    io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered`);
+  } else {
+    for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (outputs are not registered)`);
+  }
+  // (Files inside --receipt-dir count here: the check below says when they are all there is.)
+  if (documents === 0 && passed.length > 0) {
+    throw new UsageError('no documents: every file found is a receipt or a tree manifest', {
+      code: 'no_documents',
+      hint: 'name the documents, or the folders that hold them',
+    });
+  }
+}
 
 export function receiptSubject(item: Item): ReceiptSubject {
   if (item.kind !== 'file' && item.kind !== 'unusable') return {};

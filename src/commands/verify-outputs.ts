@@ -224,6 +224,15 @@ async function notarizeOutput(path: string, inside: boolean): Promise<Output | u
   }
 }
 
+/**
+ * Whether `path`, met by a walk, is a receipt or a tree manifest (notarizeOutput): register
+ * passes such a file over as verify does (r97: it registered, and paid for, what verify never
+ * checks as a document).
+ */
+export async function outputKind(path: string): Promise<'receipt' | 'manifest' | undefined> {
+  return (await notarizeOutput(path, false))?.kind as 'receipt' | 'manifest' | undefined;
+}
+
 const LEFTOVER_REASON =
   'the temporary file of a receipt or tree manifest passed over here, left by a run stopped before it renamed it ' +
   '(it holds the start of that file; not a document; it can be removed)';

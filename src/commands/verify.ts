@@ -481,7 +481,8 @@ function verifyFailure(
  * The hint for the receipts and manifests among the files checked that no
  * document checked is under. No claim that nothing proves them: a receipt
  * of a document renamed since proves that document, and one registered as a
- * document of its own is checked as one when named alone.
+ * document of its own is checked as one when named in a run of its own (r97:
+ * named beside the walk that met it, it was both verified and unknown).
  */
 function straysHint(strays: number): string {
   const [these, lines, them] =
@@ -489,9 +490,10 @@ function straysHint(strays: number): string {
       ? ['a receipt or tree manifest', 'its line', 'it']
       : [`${strays} receipts or tree manifests`, 'their lines', 'them'];
   return (
-    `unknown: ${these} among the files checked that no document checked is under (see ${lines}): one registered ` +
-    'as a document of its own is checked as one when named alone, and a receipt of a document renamed since ' +
-    `proves that document with --receipt; else leave ${them} out of the files checked`
+    `unknown: ${these} among the files checked that no document checked is under (see ${lines}): a receipt of a ` +
+    'document renamed since proves that document with --receipt; one registered as a document of its own (named ' +
+    'or listed: a walk of register passes them over) is checked as one when named in a verify run of its own; ' +
+    `else leave ${them} out of the files checked (--exclude)`
   );
 }
 

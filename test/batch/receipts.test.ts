@@ -5,7 +5,7 @@
  * never reached through a forward proxy); an existing file that is not a
  * receipt of the same document is never overwritten unless --force.
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -230,6 +230,65 @@ describe('register -r with --receipt-dir inside the walked folder, run again', (
             ],
       );
     }
+  });
+});
+
+describe('register -r over receipts and tree manifests outside --receipt-dir (r97)', () => {
+  it('passes them over as verify does: not registered, not paid for; named or listed, each is a document', async () => {
+    // An older receipts folder in the walk, a receipt kept beside its document (`notarize receipt -o`), and
+    // a tree manifest: r97 saw each registered (paid) by the walk, then never checked by verify -r.
+    await bed.write('w/a.txt', 'walked a\n');
+    expect(
+      (await bed.main(['register', '-r', bed.path('w'), '--receipt-dir', bed.path('w/old'), '--quiet'])).code,
+    ).toBe(0);
+    await bed.write('w/b.txt', 'walked b\n');
+    const agg = await bed.main(['register', '--aggregate', bed.path('w/b.txt'), '--receipt-dir', bed.path('w/tree')]);
+    expect(agg.code, describeRun(agg)).toBe(0);
+    const receipt = await bed.main(['receipt', bed.path('w/a.txt'), '-o', bed.path('w/a.txt.notarization.json')]);
+    expect(receipt.code, describeRun(receipt)).toBe(0);
+    // Named like a receipt but none: a document, as verify checks it.
+    await bed.write('w/notes.notarization.json', 'not a receipt\n');
+    const outputs = [
+      'w/a.txt.notarization.json',
+      'w/old/a.txt.notarization.json',
+      'w/tree/b.txt.notarization.json',
+      ...(await readdir(bed.path('w/tree'))).filter((n) => n.endsWith('.tree.json')).map((n) => `w/tree/${n}`),
+    ].map((p) => bed.path(p));
+    expect(outputs).toHaveLength(4);
+    const mark = bed.mark();
+    const run = await bed.main(['register', '-r', bed.path('w'), '--receipt-dir', bed.path('R'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseResults(run.stdout);
+    expect(
+      results
+        .filter((r) => r.status === 'skipped')
+        .map((r) => r.file)
+        .sort(),
+    ).toEqual(outputs.sort());
+    for (const r of results.filter((r) => r.status === 'skipped'))
+      expect(r.reason).toMatch(/^a notarize (receipt|tree manifest), found by a walk \(outputs are not registered/);
+    expect(
+      results
+        .filter((r) => r.status !== 'skipped')
+        .map((r) => r.file)
+        .sort(),
+    ).toEqual(['w/a.txt', 'w/b.txt', 'w/notes.notarization.json'].map((p) => bed.path(p)).sort());
+    // Only the one new document was paid for.
+    expect(bed.callsSince(mark).filter((c) => c.route === 'forfait' && c.status === 200)).toHaveLength(1);
+    expect(run.stderr).toContain(
+      `warning: skipped ${outputs.sort()[0]} and other receipts or tree manifests a walk found`,
+    );
+    // Named, one is a document like any.
+    const named = await bed.main(['register', outputs[0]!, '--quiet']);
+    expect(named.code, describeRun(named)).toBe(0);
+    expect(bed.ledgerEntry(sha256(await readFile(outputs[0]!, 'utf8')))).toBeDefined();
+    // A walk of outputs alone: nothing to register, nothing sent (exit 2).
+    const alone = bed.path('w/old');
+    const before = bed.mark();
+    const none = await bed.main(['register', '-r', alone, '--json']);
+    expect(none.code, describeRun(none)).toBe(2);
+    expect(jsonError(none.stderr)).toMatchObject({ code: 'no_documents' });
+    expect(bed.callsSince(before)).toEqual([]);
   });
 });
 

@@ -431,8 +431,9 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
       // The run's hint is of those files, not of documents without a receipt.
       expect(jsonError(run.stderr).hint).toBe(
         'unknown: 2 receipts or tree manifests among the files checked that no document checked is under (see ' +
-          'their lines): one registered as a document of its own is checked as one when named alone, and a receipt ' +
-          'of a document renamed since proves that document with --receipt; else leave them out of the files checked',
+          'their lines): a receipt of a document renamed since proves that document with --receipt; one registered ' +
+          'as a document of its own (named or listed: a walk of register passes them over) is checked as one when ' +
+          'named in a verify run of its own; else leave them out of the files checked (--exclude)',
       );
     }
   });
