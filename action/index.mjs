@@ -14225,7 +14225,9 @@ function fullTiming(timing) {
 	return {
 		leaseMs: timing.leaseMs ?? 12e3,
 		pollMs: timing.pollMs ?? POLL_MS,
-		unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS
+		unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS,
+		noticeMs: timing.noticeMs ?? NOTICE_MS,
+		onWaiting: timing.onWaiting ?? (() => {})
 	};
 }
 /**
@@ -14650,6 +14652,7 @@ async function acquire(file, waitMs, full) {
 	const { leaseMs, pollMs } = full;
 	const dir = dirname(file);
 	const deadline = performance.now() + waitMs;
+	let notice = performance.now() + full.noticeMs;
 	const watch = new Watch();
 	let run = holdRunFile(dir, leaseMs);
 	try {
@@ -14666,7 +14669,12 @@ async function acquire(file, waitMs, full) {
 			const seen = inspect(file);
 			if (seen === void 0) continue;
 			if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
-			if (performance.now() >= deadline) throw stillHeld(file, seen, leaseMs);
+			const now = performance.now();
+			if (now >= deadline) throw stillHeld(file, seen, leaseMs);
+			if (now >= notice) {
+				notice = Infinity;
+				full.onWaiting(`${holder(file, seen)}: waiting for it, up to ${Math.ceil((deadline - now) / 1e3)} s more`);
+			}
 			await setTimeout$1(pollMs);
 		}
 	} catch (error) {
@@ -14686,16 +14694,20 @@ function holderDoes(file) {
 	if (name === "aggregate") return "is placing documents in Merkle trees (register --aggregate)";
 	return `is changing ${join(dirname(dirname(file)), `${name}.json`)}`;
 }
+/** Who holds `file`, seen as `seen`, and what it is doing. */
+function holder(file, seen) {
+	const where = seen.host && seen.host !== HOST ? ` on ${seen.host}` : seen.ns !== void 0 && seen.ns !== pidNamespace() ? " in another container or PID namespace" : "";
+	return `another notarize process (pid ${seen.pid ?? "?"}${where}) ${holderDoes(file)}`;
+}
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
 function stillHeld(file, seen, leaseMs) {
 	const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
-	const where = seen.host && seen.host !== HOST ? ` on ${seen.host}` : seen.ns !== void 0 && seen.ns !== pidNamespace() ? " in another container or PID namespace" : "";
-	return new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${where}) ${holderDoes(file)}`, {
+	return new TransientError(holder(file, seen), {
 		hint: legacy ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 6e4} minutes old (${file})` : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1e3} s without a refresh`,
 		notProcessed: true
 	});
 }
-var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, exitHooked, RUN_FILE_GONE, heldHere;
+var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, NOTICE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, exitHooked, RUN_FILE_GONE, heldHere;
 var init_lock = __esmMin((() => {
 	init_errors$2();
 	init_files();
@@ -14705,6 +14717,7 @@ var init_lock = __esmMin((() => {
 	REFRESHES_PER_LEASE = 3;
 	LEGACY_STALE_MS = 6e5;
 	UNREADABLE_GRACE_MS = 5e3;
+	NOTICE_MS = 3e3;
 	MAX_CLAIM_DEPTH = 4;
 	MAX_PID = 4194304;
 	HOST = hostname();
@@ -14889,6 +14902,10 @@ async function locked(deps, hash, fn) {
 		if (started) throw error;
 		throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
 	}
+}
+/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
+function waitNotice(info) {
+	return { onWaiting: info };
 }
 /**
 * Takes the lock of `hash` (or of another step, as `locked` names them) and
@@ -23089,6 +23106,7 @@ var init_register_aggregate = __esmMin((() => {
 			const deps = {
 				api: this.#api,
 				store: this.#store,
+				lockTiming: waitNotice((message) => io.info(message)),
 				onStep: (step) => {
 					if (step === "completing") reporting ??= owingResult(owing);
 				},
@@ -23358,11 +23376,13 @@ var init_register_aggregate = __esmMin((() => {
 						complete: options.complete,
 						force: false
 					};
+					const lockTiming = waitNotice((message) => this.#options.io.info(message));
 					const outcome = await register({
 						api: this.#api,
 						store: this.#store,
 						onStep,
-						beforeRequest
+						beforeRequest,
+						lockTiming
 					}, input);
 					const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 					let written = {};
@@ -23862,7 +23882,8 @@ var init_register = __esmMin((() => {
 			this.#baseUrl = baseUrl;
 			this.#deps = {
 				api,
-				store
+				store,
+				lockTiming: waitNotice((message) => options.io.info(message))
 			};
 			this.#roots = new DocumentRoots({
 				options,
@@ -24854,6 +24875,7 @@ async function runCompleteMany(options) {
 	const deps = {
 		api,
 		store,
+		lockTiming: waitNotice((message) => options.io.info(message)),
 		onStep: (step) => {
 			if (step === "completing" || step === "metadata") sent = true;
 		},

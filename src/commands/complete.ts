@@ -21,6 +21,7 @@ import {
   custodyFailure,
   requestUnread,
   type SessionSource,
+  waitNotice,
 } from '../core/notarize.js';
 import { convertHint, decodeUtf8, readBytesInput } from '../core/read-input.js';
 import { sessionsUnderRoots } from '../core/trees.js';
@@ -276,6 +277,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   const deps = {
     api,
     store,
+    lockTiming: waitNotice((message) => options.io.info(message)),
     onStep: (step: string) => {
       // A forfait, or custody metadata owed by a registration done: something was sent (never exit 2).
       if (step === 'completing' || step === 'metadata') sent = true;

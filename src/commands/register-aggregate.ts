@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { confirmedBefore, confirmedRoots, register, type Outcome } from '../core/notarize.js';
+import { confirmedBefore, confirmedRoots, register, waitNotice, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { isSendableDescription } from '../core/description.js';
@@ -440,6 +440,7 @@ export class Aggregator {
     const deps = {
       api: this.#api,
       store: this.#store,
+      lockTiming: waitNotice((message) => io.info(message)),
       onStep: (step: string) => {
         if (step === 'completing') reporting ??= owingResult(owing);
       },
@@ -780,7 +781,11 @@ export class Aggregator {
             complete: options.complete,
             force: false,
           };
-          const outcome = await register({ api: this.#api, store: this.#store, onStep, beforeRequest }, input);
+          const lockTiming = waitNotice((message) => this.#options.io.info(message));
+          const outcome = await register(
+            { api: this.#api, store: this.#store, onStep, beforeRequest, lockTiming },
+            input,
+          );
           const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
           let written: { receipt?: string; receiptError?: NotarizeError } = {};
           if (plan && entry) written = await this.#receipt(plan, doc, entry);

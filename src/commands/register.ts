@@ -21,6 +21,7 @@ import {
   type FlowDeps,
   type Outcome,
   type RegisterInput,
+  waitNotice,
 } from '../core/notarize.js';
 import {
   checkBeforeSending,
@@ -274,7 +275,7 @@ class Registrar {
   readonly #documents: Documents;
   readonly #items: ItemResults;
   readonly #baseUrl: string;
-  readonly #deps: Pick<FlowDeps, 'api' | 'store'>;
+  readonly #deps: Pick<FlowDeps, 'api' | 'store' | 'lockTiming'>;
   readonly #pool: HashPool;
   readonly #spinner: Spinner;
   /** Hashes of items, known once hashed, so a failed item still reports its hash. */
@@ -303,7 +304,7 @@ class Registrar {
     this.#documents = documents;
     this.#items = items;
     this.#baseUrl = baseUrl;
-    this.#deps = { api, store };
+    this.#deps = { api, store, lockTiming: waitNotice((message) => options.io.info(message)) };
     this.#roots = new DocumentRoots({
       options,
       receipts: documents.receipts,

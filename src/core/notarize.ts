@@ -164,7 +164,10 @@ export interface FlowDeps {
   heldAcross?: ReadonlySet<string>;
   /** How long to wait for another process working on the same hash. */
   lockWaitMs?: number;
-  /** The lock's lease and polling; tests only, notarize runs with withLock's defaults. */
+  /**
+   * The lock's lease and polling (tests only: notarize runs with withLock's defaults), and who is
+   * told of a long wait for another process (onWaiting: waitNotice).
+   */
   lockTiming?: LockTiming;
   now?: () => Date;
   /** Resolves once a signal is stopping the run (interrupt.ts whenStopping, the default). */
@@ -318,6 +321,11 @@ export async function locked<T>(
     if (started) throw error;
     throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
   }
+}
+
+/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
+export function waitNotice(info: (message: string) => void): LockTiming {
+  return { onWaiting: info };
 }
 
 /**

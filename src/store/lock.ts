@@ -121,16 +121,28 @@ export interface LockTiming {
   pollMs?: number;
   /** How long a lock whose text cannot be read as ours is left alone; default 5 s. */
   unreadableGraceMs?: number;
+  /** After how long a wait `onWaiting` is told; default 3 s. */
+  noticeMs?: number;
+  /**
+   * Told once when a wait for a live owner passes `noticeMs`, with who holds the lock: a wait
+   * of up to a minute with nothing said made a CI log look hung (r98).
+   */
+  onWaiting?: (message: string) => void;
 }
 
 /** LockTiming with every default filled in. */
 type Timing = Required<LockTiming>;
+
+/** How long a wait for a lock goes unsaid (LockTiming.noticeMs). */
+const NOTICE_MS = 3000;
 
 function fullTiming(timing: LockTiming): Timing {
   return {
     leaseMs: timing.leaseMs ?? LEASE_MS,
     pollMs: timing.pollMs ?? POLL_MS,
     unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS,
+    noticeMs: timing.noticeMs ?? NOTICE_MS,
+    onWaiting: timing.onWaiting ?? (() => {}),
   };
 }
 /** Claims of claims nest only when holders keep dying inside a few system calls; this bounds the depth. */
@@ -714,6 +726,7 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
   const dir = dirname(file);
   // This process's own clock: a wall clock stepped back (NTP) stretched the wait by the step.
   const deadline = performance.now() + waitMs;
+  let notice = performance.now() + full.noticeMs;
   const watch = new Watch();
   let run = holdRunFile(dir, leaseMs);
   try {
@@ -730,7 +743,12 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
       // waiter, maybe one that died): wait like any waiter, never spin here,
       // which blocked this thread, signals included, until the claim went stale.
       if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
-      if (performance.now() >= deadline) throw stillHeld(file, seen, leaseMs);
+      const now = performance.now();
+      if (now >= deadline) throw stillHeld(file, seen, leaseMs);
+      if (now >= notice) {
+        notice = Infinity;
+        full.onWaiting(`${holder(file, seen)}: waiting for it, up to ${Math.ceil((deadline - now) / 1000)} s more`);
+      }
       await sleep(pollMs);
     }
   } catch (error) {
@@ -752,9 +770,8 @@ function holderDoes(file: string): string {
   return `is changing ${join(dirname(dirname(file)), `${name}.json`)}`;
 }
 
-/** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
-function stillHeld(file: string, seen: Seen, leaseMs: number): TransientError {
-  const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
+/** Who holds `file`, seen as `seen`, and what it is doing. */
+function holder(file: string, seen: Seen): string {
   // Its pid means nothing here when it runs on another host, or in another PID namespace (a container).
   const where =
     seen.host && seen.host !== HOST
@@ -762,7 +779,13 @@ function stillHeld(file: string, seen: Seen, leaseMs: number): TransientError {
       : seen.ns !== undefined && seen.ns !== pidNamespace()
         ? ' in another container or PID namespace'
         : '';
-  return new TransientError(`another notarize process (pid ${seen.pid ?? '?'}${where}) ${holderDoes(file)}`, {
+  return `another notarize process (pid ${seen.pid ?? '?'}${where}) ${holderDoes(file)}`;
+}
+
+/** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
+function stillHeld(file: string, seen: Seen, leaseMs: number): TransientError {
+  const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
+  return new TransientError(holder(file, seen), {
     hint: legacy
       ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`
       : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1000} s without a refresh`,

@@ -441,6 +441,32 @@ describe('withLock', () => {
     await holder;
   });
 
+  it('tells onWaiting once, with who holds the lock, when a wait passes noticeMs; a short one is not told (r98)', async () => {
+    const file = join(tempDir(), `${'ef'.repeat(32)}.lock`);
+    const first = gate();
+    const holder = withLock(file, 1000, () => first.opened);
+    const told: string[] = [];
+    const onWaiting = (message: string) => told.push(message);
+    // Held past the notice: told once, however many polls follow.
+    const waiter = withLock(file, 10_000, () => Promise.resolve('ran'), { noticeMs: 50, pollMs: 5, onWaiting });
+    // Bounded: the notice is due after 50 ms; 10 s leaves room for any load.
+    for (let i = 0; i < 1000 && told.length === 0; i++) await sleep(10);
+    await sleep(100);
+    first.open();
+    await holder;
+    expect(await waiter).toBe('ran');
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatch(
+      new RegExp(
+        `^another notarize process \\(pid ${process.pid}\\) is working on the same hash: waiting for it, up to \\d+ s more$`,
+      ),
+    );
+    // Free at once: nothing said.
+    const quiet: string[] = [];
+    await withLock(file, 10_000, () => Promise.resolve(), { noticeMs: 50, onWaiting: (m) => quiet.push(m) });
+    expect(quiet).toEqual([]);
+  });
+
   it('says when the holder runs in another PID namespace (a container), whose pid means nothing here', async () => {
     const file = join(tempDir(), `${'cd'.repeat(32)}.lock`);
     // A fresh lock of pid 1 in another namespace: held while its lease runs.
