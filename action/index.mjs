@@ -14221,6 +14221,10 @@ var init_disk = __esmMin((() => {
 function notALock(file, why) {
 	return new StoreError(file, `lock file ${file} is not a lock: ${why}`, { hint: "notarize never makes one like it: remove it, or use a store of your own" });
 }
+/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
+function waitNotice(info) {
+	return { onWaiting: info };
+}
 function fullTiming(timing) {
 	return {
 		leaseMs: timing.leaseMs ?? 12e3,
@@ -14902,10 +14906,6 @@ async function locked(deps, hash, fn) {
 		if (started) throw error;
 		throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
 	}
-}
-/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
-function waitNotice(info) {
-	return { onWaiting: info };
 }
 /**
 * Takes the lock of `hash` (or of another step, as `locked` names them) and
@@ -22779,6 +22779,7 @@ function checkAggregate(options) {
 var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_notarize();
+	init_lock();
 	init_aggregate();
 	init_evidence();
 	init_description();
@@ -23825,6 +23826,7 @@ var init_register = __esmMin((() => {
 	init_hash$1();
 	init_hash_pool();
 	init_notarize();
+	init_lock();
 	init_receipts();
 	init_receipt_format();
 	init_errors$2();
@@ -24953,6 +24955,7 @@ var init_complete = __esmMin((() => {
 	init_hash$1();
 	init_batch();
 	init_notarize();
+	init_lock();
 	init_read_input();
 	init_trees();
 	init_trees_now();

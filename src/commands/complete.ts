@@ -21,8 +21,8 @@ import {
   custodyFailure,
   requestUnread,
   type SessionSource,
-  waitNotice,
 } from '../core/notarize.js';
+import { waitNotice } from '../store/lock.js';
 import { convertHint, decodeUtf8, readBytesInput } from '../core/read-input.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';

@@ -6,7 +6,8 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { confirmedBefore, confirmedRoots, register, waitNotice, type Outcome } from '../core/notarize.js';
+import { confirmedBefore, confirmedRoots, register, type Outcome } from '../core/notarize.js';
+import { waitNotice } from '../store/lock.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { isSendableDescription } from '../core/description.js';

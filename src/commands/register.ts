@@ -21,8 +21,8 @@ import {
   type FlowDeps,
   type Outcome,
   type RegisterInput,
-  waitNotice,
 } from '../core/notarize.js';
+import { waitNotice } from '../store/lock.js';
 import {
   checkBeforeSending,
   keptReceipt,

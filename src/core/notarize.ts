@@ -323,11 +323,6 @@ export async function locked<T>(
   }
 }
 
-/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
-export function waitNotice(info: (message: string) => void): LockTiming {
-  return { onWaiting: info };
-}
-
 /**
  * Takes the lock of `hash` (or of another step, as `locked` names them) and
  * keeps it until the returned function is called: for a lock no one

@@ -130,6 +130,11 @@ export interface LockTiming {
   onWaiting?: (message: string) => void;
 }
 
+/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
+export function waitNotice(info: (message: string) => void): LockTiming {
+  return { onWaiting: info };
+}
+
 /** LockTiming with every default filled in. */
 type Timing = Required<LockTiming>;
 
