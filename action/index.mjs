@@ -24918,7 +24918,7 @@ async function runCompleteMany(options) {
 	});
 	warnLeftOut(options.io, placedMeanwhile);
 	showMetadataSent(options.io, metadataSent);
-	const failure = tally.failure(sent, skipped + total);
+	const failure = tally.failure(sent || api.anythingSent, skipped + total);
 	return {
 		kind: "items",
 		title: "notarize complete",

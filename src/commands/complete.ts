@@ -327,7 +327,8 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   );
   warnLeftOut(options.io, placedMeanwhile);
   showMetadataSent(options.io, metadataSent);
-  const failure = tally.failure(sent, skipped + total);
+  // A login that reached the service counts too (r99: a 503 to it, then a hash with no session, was exit 2).
+  const failure = tally.failure(sent || api.anythingSent, skipped + total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
 }
 

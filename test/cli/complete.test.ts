@@ -4,12 +4,13 @@
  * session options are checked before the service (or its base URL) is
  * touched.
  */
+import { rmSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { optionsSchema, runComplete, type CompleteOptions } from '../../src/commands/complete.js';
 import { present } from '../../src/output/present.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sha256 } from '../helpers/documents.js';
-import { countStatuses, parseResults } from '../helpers/results.js';
+import { countStatuses, jsonError, parseResults } from '../helpers/results.js';
 import { routes } from '../helpers/sandbox.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
 
@@ -204,6 +205,24 @@ describe('complete of several registrations (hashes, or --all): one run, one log
       [second, 'registered'],
     ]);
     expect(results[1]!.error).toMatchObject({ code: 'no_pending_session', exitCode: 2 });
+  });
+
+  it('a login answered 503 and a hash with no session: exit 1, not 2, since the login reached the service (r99)', async () => {
+    const [waiting] = await pendingMany(1, 'login refused');
+    // No token kept: the run must log in.
+    rmSync(bed.credentialsFile, { force: true });
+    bed.sandbox.addFaults([{ route: 'login', kind: 'status', value: 503 }]);
+    const mark = bed.mark();
+    const unknown = sha256('never registered, login refused');
+    for (const args of [[unknown, waiting!], ['--all']]) {
+      // --all: a damaged pending file is the local failure.
+      if (args[0] === '--all') writeFileSync(bed.pendingFile('b'.repeat(64)), '{not json');
+      const run = await bed.main(['complete', ...args, '--retries', '0', '--json']);
+      expect(run.code, run.stderr).toBe(1);
+      expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 1 });
+    }
+    expect(routes(bed.callsSince(mark))).toEqual(['login', 'login']);
+    expect(bed.pendingHashes()).toContain(waiting);
   });
 
   it('against a service failing every completion: a few are sent, the others held back, every session kept', async () => {
