@@ -42708,7 +42708,11 @@ var init_store = __esmMin((() => {
 			try {
 				definition?.parse(value);
 			} catch (error) {
-				throw corrupt(this.#path("config"), `setting '${key}': ${error.message}`, error);
+				const file = this.#path("config");
+				throw new StoreError(file, `store file ${file} holds a setting notarize refuses: ${error.message}`, {
+					hint: `\`notarize config set ${key} <value>\` replaces it, \`notarize config unset ${key}\` removes it`,
+					cause: error
+				});
 			}
 			return value;
 		}

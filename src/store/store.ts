@@ -201,7 +201,13 @@ export class Store {
     try {
       definition?.parse(value);
     } catch (error) {
-      throw corrupt(this.#path('config'), `setting '${key}': ${(error as Error).message}`, error);
+      // Not "damaged", with "move it aside" (the other settings with it): one value a later notarize
+      // refuses (r99: a base URL on port 0) is mended by the config command.
+      const file = this.#path('config');
+      throw new StoreError(file, `store file ${file} holds a setting notarize refuses: ${(error as Error).message}`, {
+        hint: `\`notarize config set ${key} <value>\` replaces it, \`notarize config unset ${key}\` removes it`,
+        cause: error,
+      });
     }
     return value;
   }

@@ -160,6 +160,11 @@ describe('refusals name where the bad value came from', () => {
     const stored = refusal(() => resolveSetting('timeout', inputs(store).sources));
     expect(stored).toBeInstanceOf(StoreError);
     expect((stored as StoreError).file).toBe(join(store.dir, 'config.json'));
+    // Said as one value to mend with the config command, not a damaged file to move aside (r99).
+    expect([stored.message, stored.hint]).toEqual([
+      `store file ${join(store.dir, 'config.json')} holds a setting notarize refuses: invalid timeout '0': expected a whole number from 1 to 3600000`,
+      '`notarize config set timeout <value>` replaces it, `notarize config unset timeout` removes it',
+    ]);
   });
 
   it('checkSettingFlags refuses a bad global flag up front, and lets absent ones be', () => {
