@@ -14221,9 +14221,18 @@ var init_disk = __esmMin((() => {
 function notALock(file, why) {
 	return new StoreError(file, `lock file ${file} is not a lock: ${why}`, { hint: "notarize never makes one like it: remove it, or use a store of your own" });
 }
-/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
+/**
+* The lock timing of a run that says a long wait for another process on `info`
+* (LockTiming.onWaiting), once per run: a batch's documents may all wait on one
+* holder (r100: twelve identical lines).
+*/
 function waitNotice(info) {
-	return { onWaiting: info };
+	let told = false;
+	return { onWaiting: (message) => {
+		if (told) return;
+		told = true;
+		info(message);
+	} };
 }
 function fullTiming(timing) {
 	return {
@@ -14677,7 +14686,9 @@ async function acquire(file, waitMs, full) {
 			if (now >= deadline) throw stillHeld(file, seen, leaseMs);
 			if (now >= notice) {
 				notice = Infinity;
-				full.onWaiting(`${holder(file, seen)}: waiting for it, up to ${Math.ceil((deadline - now) / 1e3)} s more`);
+				const name = basename(file, ".lock");
+				const doing = HASH_LOCK.test(name) ? `is working on ${name}` : holderDoes(file);
+				full.onWaiting(`${holder(file, seen, doing)}: waiting for it, up to ${Math.ceil((deadline - now) / 1e3)} s more`);
 			}
 			await setTimeout$1(pollMs);
 		}
@@ -14686,22 +14697,16 @@ async function acquire(file, waitMs, full) {
 		throw error;
 	}
 }
-/**
-* What the holder of the lock `file` is doing, told by the lock's name (the
-* store names them: `<hash>.lock`, `aggregate.lock`, and `<file>.lock` in the
-* locks/ folder beside the file, whose whole path is named: a CI job may
-* have a store of its own).
-*/
 function holderDoes(file) {
 	const name = basename(file, ".lock");
-	if (/^[0-9a-f]{64}$/.test(name)) return "is working on the same hash";
+	if (HASH_LOCK.test(name)) return "is working on the same hash";
 	if (name === "aggregate") return "is placing documents in Merkle trees (register --aggregate)";
 	return `is changing ${join(dirname(dirname(file)), `${name}.json`)}`;
 }
 /** Who holds `file`, seen as `seen`, and what it is doing. */
-function holder(file, seen) {
+function holder(file, seen, doing = holderDoes(file)) {
 	const where = seen.host && seen.host !== HOST ? ` on ${seen.host}` : seen.ns !== void 0 && seen.ns !== pidNamespace() ? " in another container or PID namespace" : "";
-	return `another notarize process (pid ${seen.pid ?? "?"}${where}) ${holderDoes(file)}`;
+	return `another notarize process (pid ${seen.pid ?? "?"}${where}) ${doing}`;
 }
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
 function stillHeld(file, seen, leaseMs) {
@@ -14711,7 +14716,7 @@ function stillHeld(file, seen, leaseMs) {
 		notProcessed: true
 	});
 }
-var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, NOTICE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, exitHooked, RUN_FILE_GONE, heldHere;
+var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, NOTICE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, exitHooked, RUN_FILE_GONE, heldHere, HASH_LOCK;
 var init_lock = __esmMin((() => {
 	init_errors$2();
 	init_files();
@@ -14744,6 +14749,7 @@ var init_lock = __esmMin((() => {
 	exitHooked = false;
 	RUN_FILE_GONE = Symbol("run file gone");
 	heldHere = /* @__PURE__ */ new Map();
+	HASH_LOCK = /^[0-9a-f]{64}$/;
 }));
 // dist/core/mime.js
 /**
@@ -22630,11 +22636,11 @@ async function listDocuments(options, skip) {
 /**
 * `items` without the receipts and tree manifests a walk finds (`register -r
 * dist` over receipts kept beside their documents, or an older receipts folder
-* under it): verify's walk passes them over as outputs, never checks them as
-* documents (verify-outputs.ts), so registering them paid for what nothing
-* would verify (r97). Named or listed, such a file is a document, as for
-* verify. A walk of outputs alone has no document: a UsageError, as an empty
-* folder's.
+* under it): verify's walk never checks them as documents (verify-outputs.ts:
+* passed over when they are of a document it checks, else `unknown`), so
+* registering them paid for what nothing would verify (r97). Named or listed,
+* such a file is a document, as for verify. A walk of outputs alone has no
+* document: a UsageError, as an empty folder's.
 */
 async function* withoutOutputs(items, skip, io, inReceiptDir) {
 	const passed = [];
@@ -22653,8 +22659,8 @@ async function* withoutOutputs(items, skip, io, inReceiptDir) {
 		}, false);
 		if (passed.length <= MANY_INSIDE) passed.push(path);
 	}
-	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered`);
-	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (outputs are not registered)`);
+	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r fails on those of no document it checks: --exclude them)`);
+	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (not registered; verify -r fails on one of no document it checks: --exclude it)`);
 	if (documents === 0 && passed.length > 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
 		code: "no_documents",
 		hint: "name the documents, or the folders that hold them"
@@ -22754,8 +22760,8 @@ var init_register_inputs = __esmMin((() => {
 	});
 	MANY_INSIDE = 3;
 	OUTPUT_REASON = {
-		receipt: "a notarize receipt, found by a walk (outputs are not registered: name it alone, or list it, to register it)",
-		manifest: "a notarize tree manifest, found by a walk (outputs are not registered: name it alone, or list it, to register it)"
+		receipt: "a notarize receipt, found by a walk: not registered (verify -r passes over only the receipts of the documents it checks: --exclude any other)",
+		manifest: "a notarize tree manifest, found by a walk: not registered (verify -r passes over only the manifests of the roots it checks: --exclude any other)"
 	};
 	STDIN_TWICE = "'-' cannot be both a document and --description-file";
 }));
@@ -22806,6 +22812,8 @@ var init_register_aggregate = __esmMin((() => {
 		#items;
 		#baseUrl;
 		#api;
+		/** One notice for the run's long lock waits, the tree's and its documents' own (waitNotice). */
+		#lockWaits;
 		#store;
 		#tally = new FailureTally();
 		#total = 0;
@@ -22833,6 +22841,7 @@ var init_register_aggregate = __esmMin((() => {
 			this.#items = items;
 			this.#baseUrl = baseUrl;
 			this.#api = api;
+			this.#lockWaits = waitNotice((message) => options.io.info(message));
 			this.#store = store;
 			const plan = documents.receipts;
 			this.#rootRecords = plan && new RootRecordsInReceipts(baseUrl, () => planReceiptsByDigest(plan));
@@ -23107,7 +23116,7 @@ var init_register_aggregate = __esmMin((() => {
 			const deps = {
 				api: this.#api,
 				store: this.#store,
-				lockTiming: waitNotice((message) => io.info(message)),
+				lockTiming: this.#lockWaits,
 				onStep: (step) => {
 					if (step === "completing") reporting ??= owingResult(owing);
 				},
@@ -23377,13 +23386,12 @@ var init_register_aggregate = __esmMin((() => {
 						complete: options.complete,
 						force: false
 					};
-					const lockTiming = waitNotice((message) => this.#options.io.info(message));
 					const outcome = await register({
 						api: this.#api,
 						store: this.#store,
 						onStep,
 						beforeRequest,
-						lockTiming
+						lockTiming: this.#lockWaits
 					}, input);
 					const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 					let written = {};
@@ -23632,8 +23640,9 @@ not document its status codes: this reading of 409 is an assumption.
 A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
 again on its own; \`notarize complete <hash>\` sends it again when you ask.
 
-A walk (-r) passes over the receipts and tree manifests it finds (skipped results), as
-verify -r does; named or listed, such a file is a document.
+A walk (-r) passes over the receipts and tree manifests it finds (skipped results): verify -r
+never checks one as a document (one of no document it checks is unknown: --exclude it);
+named or listed, such a file is a document.
 
 Several documents: one result per document; one failure does not stop the others,
 even a document that cannot be read (it is a failed result). Exit 0 when all succeeded,
@@ -24796,9 +24805,11 @@ async function runComplete(options) {
 		}
 		const refused = await unreadUnderRoot(store, hash);
 		if (refused) throw refused;
+		const lockTiming = waitNotice((message) => options.io.info(message));
 		const outcome = await complete({
 			api: await options.api(),
-			store
+			store,
+			lockTiming
 		}, hash, source);
 		const failure = custodyFailure(outcome);
 		return {
@@ -25011,7 +25022,8 @@ ${examples([
 		const ctx = context();
 		await finish(await viewWithoutTables(ctx), await runPendingDrop({
 			hash,
-			serviceStore: () => ctx.serviceStore
+			serviceStore: () => ctx.serviceStore,
+			info: (message) => ctx.io.info(message)
 		}));
 	});
 }
@@ -25100,6 +25112,7 @@ async function runPending(options) {
 async function runPendingDrop(options) {
 	const hash = normalizeHash(options.hash);
 	const store = options.serviceStore();
+	const timing = waitNotice(options.info ?? (() => {}));
 	const { retired, unanswered } = await withLock(store.lockFile(hash), DROP_LOCK_WAIT_MS, async () => {
 		const unanswered = store.readUnanswered(hash) !== void 0;
 		store.clearUnanswered(hash);
@@ -25109,7 +25122,7 @@ async function runPendingDrop(options) {
 			retired,
 			unanswered
 		};
-	}).catch((error) => {
+	}, timing).catch((error) => {
 		throw diskRefusedBeforeSending(error, store.dir) ?? error;
 	});
 	if (retired === void 0 && unanswered) return {
@@ -42701,18 +42714,21 @@ var init_store = __esmMin((() => {
 			const value = this.#read("config")[key];
 			if (value === void 0) return void 0;
 			const definition = SETTINGS.find((s) => s.key === key);
+			const refused = (why, cause) => {
+				const file = this.#path("config");
+				return new StoreError(file, `store file ${file} holds a setting notarize refuses: ${why}`, {
+					hint: `\`notarize config set ${key} <value>\` replaces it, \`notarize config unset ${key}\` removes it`,
+					cause
+				});
+			};
 			if (typeof value !== "string") {
-				if (definition) throw corrupt(this.#path("config"), `setting '${key}' is not a string`);
+				if (definition) throw refused(`'${key}' is not a string`);
 				return;
 			}
 			try {
 				definition?.parse(value);
 			} catch (error) {
-				const file = this.#path("config");
-				throw new StoreError(file, `store file ${file} holds a setting notarize refuses: ${error.message}`, {
-					hint: `\`notarize config set ${key} <value>\` replaces it, \`notarize config unset ${key}\` removes it`,
-					cause: error
-				});
+				throw refused(error.message, error);
 			}
 			return value;
 		}

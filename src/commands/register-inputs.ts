@@ -153,21 +153,25 @@ export async function listDocuments(
 /** Files met inside --receipt-dir past which they are warned about in one line, not one each. */
 const MANY_INSIDE = 3;
 
+/**
+ * Not "name it to register it": a receipt of no document of the walk is `unknown` to verify -r
+ * whether registered or not (r100: registering it paid, and verify still failed on it).
+ */
 const OUTPUT_REASON = {
   receipt:
-    'a notarize receipt, found by a walk (outputs are not registered: name it alone, or list it, to register it)',
+    'a notarize receipt, found by a walk: not registered (verify -r passes over only the receipts of the documents it checks: --exclude any other)',
   manifest:
-    'a notarize tree manifest, found by a walk (outputs are not registered: name it alone, or list it, to register it)',
+    'a notarize tree manifest, found by a walk: not registered (verify -r passes over only the manifests of the roots it checks: --exclude any other)',
 };
 
 /**
  * `items` without the receipts and tree manifests a walk finds (`register -r
  * dist` over receipts kept beside their documents, or an older receipts folder
- * under it): verify's walk passes them over as outputs, never checks them as
- * documents (verify-outputs.ts), so registering them paid for what nothing
- * would verify (r97). Named or listed, such a file is a document, as for
- * verify. A walk of outputs alone has no document: a UsageError, as an empty
- * folder's.
+ * under it): verify's walk never checks them as documents (verify-outputs.ts:
+ * passed over when they are of a document it checks, else `unknown`), so
+ * registering them paid for what nothing would verify (r97). Named or listed,
+ * such a file is a document, as for verify. A walk of outputs alone has no
+ * document: a UsageError, as an empty folder's.
  */
 async function* withoutOutputs(
   items: Iterable<InputItem> | AsyncIterable<InputItem>,
@@ -191,9 +195,14 @@ async function* withoutOutputs(
     if (passed.length <= MANY_INSIDE) passed.push(path);
   }
   if (passed.length > MANY_INSIDE) {
-    io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered`);
+    io.warn(
+      `skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r fails on those of no document it checks: --exclude them)`,
+    );
   } else {
-    for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (outputs are not registered)`);
+    for (const path of passed)
+      io.warn(
+        `skipped ${path}: a receipt or tree manifest (not registered; verify -r fails on one of no document it checks: --exclude it)`,
+      );
   }
   // (Files inside --receipt-dir count here: the check below says when they are all there is.)
   if (documents === 0 && passed.length > 0) {

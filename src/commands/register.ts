@@ -152,8 +152,9 @@ not document its status codes: this reading of 409 is an assumption.
 A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
 again on its own; \`notarize complete <hash>\` sends it again when you ask.
 
-A walk (-r) passes over the receipts and tree manifests it finds (skipped results), as
-verify -r does; named or listed, such a file is a document.
+A walk (-r) passes over the receipts and tree manifests it finds (skipped results): verify -r
+never checks one as a document (one of no document it checks is unknown: --exclude it);
+named or listed, such a file is a document.
 
 Several documents: one result per document; one failure does not stop the others,
 even a document that cannot be read (it is a failed result). Exit 0 when all succeeded,

@@ -266,7 +266,9 @@ describe('register -r over receipts and tree manifests outside --receipt-dir (r9
         .sort(),
     ).toEqual(outputs.sort());
     for (const r of results.filter((r) => r.status === 'skipped'))
-      expect(r.reason).toMatch(/^a notarize (receipt|tree manifest), found by a walk \(outputs are not registered/);
+      expect(r.reason).toMatch(
+        /^a notarize (receipt|tree manifest), found by a walk: not registered \(verify -r passes over only .*--exclude any other\)$/,
+      );
     expect(
       results
         .filter((r) => r.status !== 'skipped')
