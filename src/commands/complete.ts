@@ -167,7 +167,8 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
     }
     const refused = await unreadUnderRoot(store, hash);
     if (refused) throw refused;
-    const outcome = await complete({ api: await options.api(), store }, hash, source);
+    const lockTiming = waitNotice((message) => options.io.info(message));
+    const outcome = await complete({ api: await options.api(), store, lockTiming }, hash, source);
     const failure = custodyFailure(outcome);
     return { kind: 'outcome', outcome, baseUrl, ...(failure ? { failure } : {}) };
   } finally {

@@ -17,7 +17,7 @@ import { embed } from '../output/results.js';
 import type { ExactJson } from '../exact-json.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
 import { passedOver } from '../store/files.js';
-import { LEASE_MS, withLock } from '../store/lock.js';
+import { LEASE_MS, waitNotice, withLock } from '../store/lock.js';
 import type { PendingEntry, ServiceStore } from '../store/service-store.js';
 import { finish, viewOf, viewWithoutTables } from './action.js';
 import { examples } from './options.js';
@@ -64,7 +64,10 @@ ${examples([
     .description('retire a pending session: move it aside (kept, never sent again, no longer listed)')
     .action(async (hash: string) => {
       const ctx = context();
-      await finish(await viewWithoutTables(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
+      await finish(
+        await viewWithoutTables(ctx),
+        await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore, info: (message) => ctx.io.info(message) }),
+      );
     });
 }
 
@@ -189,17 +192,26 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
  * step) and says where it was kept. Waits for a process completing the same
  * hash. Throws UsageError when nothing is pending for it.
  */
-export async function runPendingDrop(options: PendingOptions & { hash: string }): Promise<ValueResult> {
+export async function runPendingDrop(
+  options: PendingOptions & { hash: string; info?: (message: string) => void },
+): Promise<ValueResult> {
   const hash = normalizeHash(options.hash);
   const store = options.serviceStore();
-  const { retired, unanswered } = await withLock(store.lockFile(hash), DROP_LOCK_WAIT_MS, async () => {
-    const unanswered = store.readUnanswered(hash) !== undefined;
-    store.clearUnanswered(hash);
-    const retired = await store.retirePending(hash, 'retired by hand (notarize pending drop)', new Date());
-    // The custody metadata that session would have owed goes with it; a registration in the ledger keeps its own.
-    if (retired !== undefined && !existsSync(store.ledgerFile(hash))) await store.removeCustodyOwed(hash);
-    return { retired, unanswered };
-  }).catch((error: unknown) => {
+  // A long wait is said (r100: 17 s of nothing while a completion ran).
+  const timing = waitNotice(options.info ?? (() => {}));
+  const { retired, unanswered } = await withLock(
+    store.lockFile(hash),
+    DROP_LOCK_WAIT_MS,
+    async () => {
+      const unanswered = store.readUnanswered(hash) !== undefined;
+      store.clearUnanswered(hash);
+      const retired = await store.retirePending(hash, 'retired by hand (notarize pending drop)', new Date());
+      // The custody metadata that session would have owed goes with it; a registration in the ledger keeps its own.
+      if (retired !== undefined && !existsSync(store.ledgerFile(hash))) await store.removeCustodyOwed(hash);
+      return { retired, unanswered };
+    },
+    timing,
+  ).catch((error: unknown) => {
     // A full, read-only or forbidden store (its lock first): the user's to fix; run again once it is.
     throw diskRefusedBeforeSending(error, store.dir) ?? error;
   });

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { confirmedBefore, confirmedRoots, register, type Outcome } from '../core/notarize.js';
-import { waitNotice } from '../store/lock.js';
+import { waitNotice, type LockTiming } from '../store/lock.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { isSendableDescription } from '../core/description.js';
@@ -92,6 +92,8 @@ export class Aggregator {
   readonly #items: ItemResults;
   readonly #baseUrl: string;
   readonly #api: ApiClient;
+  /** One notice for the run's long lock waits, the tree's and its documents' own (waitNotice). */
+  readonly #lockWaits: LockTiming;
   readonly #store: ServiceStore;
   readonly #tally = new FailureTally();
   #total = 0;
@@ -119,6 +121,7 @@ export class Aggregator {
     this.#items = items;
     this.#baseUrl = baseUrl;
     this.#api = api;
+    this.#lockWaits = waitNotice((message) => options.io.info(message));
     this.#store = store;
     const plan = documents.receipts;
     this.#rootRecords = plan && new RootRecordsInReceipts(baseUrl, () => planReceiptsByDigest(plan));
@@ -441,7 +444,7 @@ export class Aggregator {
     const deps = {
       api: this.#api,
       store: this.#store,
-      lockTiming: waitNotice((message) => io.info(message)),
+      lockTiming: this.#lockWaits,
       onStep: (step: string) => {
         if (step === 'completing') reporting ??= owingResult(owing);
       },
@@ -782,9 +785,8 @@ export class Aggregator {
             complete: options.complete,
             force: false,
           };
-          const lockTiming = waitNotice((message) => this.#options.io.info(message));
           const outcome = await register(
-            { api: this.#api, store: this.#store, onStep, beforeRequest, lockTiming },
+            { api: this.#api, store: this.#store, onStep, beforeRequest, lockTiming: this.#lockWaits },
             input,
           );
           const entry = outcome.kind === 'pending' ? undefined : outcome.entry;

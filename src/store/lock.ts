@@ -130,9 +130,20 @@ export interface LockTiming {
   onWaiting?: (message: string) => void;
 }
 
-/** The lock timing of a run that says a long wait for another process on `info` (LockTiming.onWaiting). */
+/**
+ * The lock timing of a run that says a long wait for another process on `info`
+ * (LockTiming.onWaiting), once per run: a batch's documents may all wait on one
+ * holder (r100: twelve identical lines).
+ */
 export function waitNotice(info: (message: string) => void): LockTiming {
-  return { onWaiting: info };
+  let told = false;
+  return {
+    onWaiting: (message) => {
+      if (told) return;
+      told = true;
+      info(message);
+    },
+  };
 }
 
 /** LockTiming with every default filled in. */
@@ -752,7 +763,12 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
       if (now >= deadline) throw stillHeld(file, seen, leaseMs);
       if (now >= notice) {
         notice = Infinity;
-        full.onWaiting(`${holder(file, seen)}: waiting for it, up to ${Math.ceil((deadline - now) / 1000)} s more`);
+        const name = basename(file, '.lock');
+        // Which hash: in a batch "the same hash" says none.
+        const doing = HASH_LOCK.test(name) ? `is working on ${name}` : holderDoes(file);
+        full.onWaiting(
+          `${holder(file, seen, doing)}: waiting for it, up to ${Math.ceil((deadline - now) / 1000)} s more`,
+        );
       }
       await sleep(pollMs);
     }
@@ -768,15 +784,18 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
  * locks/ folder beside the file, whose whole path is named: a CI job may
  * have a store of its own).
  */
+/** The name of a document's lock: its digest. */
+const HASH_LOCK = /^[0-9a-f]{64}$/;
+
 function holderDoes(file: string): string {
   const name = basename(file, '.lock');
-  if (/^[0-9a-f]{64}$/.test(name)) return 'is working on the same hash';
+  if (HASH_LOCK.test(name)) return 'is working on the same hash';
   if (name === 'aggregate') return 'is placing documents in Merkle trees (register --aggregate)';
   return `is changing ${join(dirname(dirname(file)), `${name}.json`)}`;
 }
 
 /** Who holds `file`, seen as `seen`, and what it is doing. */
-function holder(file: string, seen: Seen): string {
+function holder(file: string, seen: Seen, doing = holderDoes(file)): string {
   // Its pid means nothing here when it runs on another host, or in another PID namespace (a container).
   const where =
     seen.host && seen.host !== HOST
@@ -784,7 +803,7 @@ function holder(file: string, seen: Seen): string {
       : seen.ns !== undefined && seen.ns !== pidNamespace()
         ? ' in another container or PID namespace'
         : '';
-  return `another notarize process (pid ${seen.pid ?? '?'}${where}) ${holderDoes(file)}`;
+  return `another notarize process (pid ${seen.pid ?? '?'}${where}) ${doing}`;
 }
 
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */

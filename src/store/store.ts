@@ -194,20 +194,23 @@ export class Store {
     if (value === undefined) return undefined;
     // A hand-edited value is checked here, so that the error names the file it is in.
     const definition = SETTINGS.find((s) => s.key === key);
+    // Not "damaged", with "move it aside" (the other settings with it): one value this notarize refuses
+    // (r99: a base URL on port 0; r100: a number where a string goes) is mended by the config command.
+    const refused = (why: string, cause?: unknown) => {
+      const file = this.#path('config');
+      return new StoreError(file, `store file ${file} holds a setting notarize refuses: ${why}`, {
+        hint: `\`notarize config set ${key} <value>\` replaces it, \`notarize config unset ${key}\` removes it`,
+        cause,
+      });
+    };
     if (typeof value !== 'string') {
-      if (definition) throw corrupt(this.#path('config'), `setting '${key}' is not a string`);
+      if (definition) throw refused(`'${key}' is not a string`);
       return undefined;
     }
     try {
       definition?.parse(value);
     } catch (error) {
-      // Not "damaged", with "move it aside" (the other settings with it): one value a later notarize
-      // refuses (r99: a base URL on port 0) is mended by the config command.
-      const file = this.#path('config');
-      throw new StoreError(file, `store file ${file} holds a setting notarize refuses: ${(error as Error).message}`, {
-        hint: `\`notarize config set ${key} <value>\` replaces it, \`notarize config unset ${key}\` removes it`,
-        cause: error,
-      });
+      throw refused((error as Error).message, error);
     }
     return value;
   }

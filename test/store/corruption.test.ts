@@ -190,6 +190,7 @@ describe('the settings file (config.json)', () => {
     {
       name: 'a setting of the wrong type',
       text: (url: string) => JSON.stringify({ baseUrl: url, timeout: 5000 }),
+      refused: 'timeout',
       failing: [
         ['register', 'N'],
         ['config', 'list'],

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { TransientError } from '../../src/errors.js';
-import { LEASE_MS, lockText, releaseOwnLock, withLock } from '../../src/store/lock.js';
+import { LEASE_MS, lockText, releaseOwnLock, waitNotice, withLock } from '../../src/store/lock.js';
 import { rejection } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
@@ -458,13 +458,28 @@ describe('withLock', () => {
     expect(told).toHaveLength(1);
     expect(told[0]).toMatch(
       new RegExp(
-        `^another notarize process \\(pid ${process.pid}\\) is working on the same hash: waiting for it, up to \\d+ s more$`,
+        `^another notarize process \\(pid ${process.pid}\\) is working on ${'ef'.repeat(32)}: waiting for it, up to \\d+ s more$`,
       ),
     );
     // Free at once: nothing said.
     const quiet: string[] = [];
     await withLock(file, 10_000, () => Promise.resolve(), { noticeMs: 50, onWaiting: (m) => quiet.push(m) });
     expect(quiet).toEqual([]);
+  });
+
+  it("waitNotice says a run's lock waits once, whatever the number of documents waiting (r100)", async () => {
+    const holderFile = join(tempDir(), `${'12'.repeat(32)}.lock`);
+    const first = gate();
+    const holder = withLock(holderFile, 1000, () => first.opened);
+    const said: string[] = [];
+    const timing = { ...waitNotice((message) => said.push(message)), noticeMs: 20, pollMs: 5 };
+    const waiters = [1, 2, 3].map(() => withLock(holderFile, 10_000, () => Promise.resolve(), timing));
+    for (let i = 0; i < 1000 && said.length === 0; i++) await sleep(10);
+    await sleep(100);
+    first.open();
+    await holder;
+    await Promise.all(waiters);
+    expect(said).toHaveLength(1);
   });
 
   it('says when the holder runs in another PID namespace (a container), whose pid means nothing here', async () => {
