@@ -25413,7 +25413,8 @@ var init_ledger = __esmMin((() => {
 		/** `verdict`, with the later notarization of its name with another digest, if any. */
 		#verified(hash, name, verdict) {
 			if (name === void 0) return verdict;
-			this.#nameLeaves();
+			const after = verdict.entry.completedAt;
+			if (this.#registered?.trees.all.some((tree) => registeredRecord(tree).completedAt > after)) this.#nameLeaves();
 			const latest = this.#byName.get(name);
 			if (latest === void 0 || latest.sha256 === hash || !(latest.completedAt > verdict.entry.completedAt)) return verdict;
 			return {

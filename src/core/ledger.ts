@@ -161,7 +161,10 @@ export class LedgerIndex {
   /** `verdict`, with the later notarization of its name with another digest, if any. */
   #verified(hash: string, name: string | undefined, verdict: Extract<Verdict, { status: 'verified' }>): Verdict {
     if (name === undefined) return verdict;
-    this.#nameLeaves();
+    // Only a tree completed after it can hold a later namesake: the leaves (each tree folded to be
+    // trusted, #nameLeaves) are named only then, not for every document the ledger verifies.
+    const after = verdict.entry.completedAt;
+    if (this.#registered?.trees.all.some((tree) => registeredRecord(tree).completedAt > after)) this.#nameLeaves();
     const latest = this.#byName.get(name);
     if (latest === undefined || latest.sha256 === hash || !(latest.completedAt > verdict.entry.completedAt))
       return verdict;
