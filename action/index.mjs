@@ -24883,15 +24883,11 @@ async function runCompleteMany(options) {
 	if (options.all && hashes.length === 0 && skipped === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
 	const baseUrl = options.baseUrl();
 	const api = await options.api();
-	let sent = false;
 	const treesNow = options.all ? new TreesNow(store) : void 0;
 	const deps = {
 		api,
 		store,
 		lockTiming: waitNotice((message) => options.io.info(message)),
-		onStep: (step) => {
-			if (step === "completing" || step === "metadata") sent = true;
-		},
 		...treesNow && { beforeCompletion: (hash) => treesNow.settle({ store }, hash, "its documents' own sessions are completed") }
 	};
 	const source = {
@@ -24929,7 +24925,7 @@ async function runCompleteMany(options) {
 	});
 	warnLeftOut(options.io, placedMeanwhile);
 	showMetadataSent(options.io, metadataSent);
-	const failure = tally.failure(sent || api.anythingSent, skipped + total);
+	const failure = tally.failure(api.anythingSent, skipped + total);
 	return {
 		kind: "items",
 		title: "notarize complete",

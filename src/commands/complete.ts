@@ -271,7 +271,6 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   }
   const baseUrl = options.baseUrl();
   const api = await options.api();
-  let sent = false;
   // --all: a document's own session is sent only if, its lock held, no Merkle root another process
   // planted meanwhile answers for it (an aggregate retried over a tree only planned: TreesNow).
   const treesNow = options.all ? new TreesNow(store) : undefined;
@@ -279,10 +278,6 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     api,
     store,
     lockTiming: waitNotice((message) => options.io.info(message)),
-    onStep: (step: string) => {
-      // A forfait, or custody metadata owed by a registration done: something was sent (never exit 2).
-      if (step === 'completing' || step === 'metadata') sent = true;
-    },
     ...(treesNow && {
       beforeCompletion: (hash: string) => treesNow.settle({ store }, hash, "its documents' own sessions are completed"),
     }),
@@ -328,8 +323,10 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   );
   warnLeftOut(options.io, placedMeanwhile);
   showMetadataSent(options.io, metadataSent);
-  // A login that reached the service counts too (r99: a 503 to it, then a hash with no session, was exit 2).
-  const failure = tally.failure(sent || api.anythingSent, skipped + total);
+  // Whatever left for the service counts, a login included (r99: a 503 to it, then a hash with no
+  // session, was exit 2); a completion announced but stopped before its request (a damaged
+  // credentials file) does not.
+  const failure = tally.failure(api.anythingSent, skipped + total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
 }
 

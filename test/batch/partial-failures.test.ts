@@ -308,6 +308,23 @@ describe('a service that does not answer', () => {
     },
   );
 
+  it('complete, nothing listening, and a hash with no session: exit 2, though a completion was tried', async () => {
+    const [path, hash] = (await documents(bed, 1, 'complete nothing listening'))[0]!;
+    const first = await bed.main(['register', path, '--no-complete', '--json']);
+    expect(first.code, describeRun(first)).toBe(0);
+    await bed.sandbox.close();
+    // The token is in the store: no login, and the forfait's connection is refused, so nothing
+    // left this machine. The completion step was tried, which once counted as sent (exit 1).
+    const unknown = sha256('complete nothing listening: no session');
+    const run = await bed.main(['complete', hash, unknown, '--retries', '0', '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => r.error?.exitCode)).toEqual([4, 2]);
+    expect(results[0]!.error?.message).toMatch(/ECONNREFUSED/);
+    expect(bed.pendingHashes()).toEqual([hash]);
+    expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 2 });
+  });
+
   it('to the login: one login and its retries for the whole batch, not one per document', async () => {
     const docs = await documents(bed, 24, 'login down');
     bed.sandbox.addFaults([{ route: 'login', kind: 'drop' }]);
