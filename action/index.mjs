@@ -22441,6 +22441,16 @@ function unownedReason(output) {
 	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
 	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)`;
 }
+/**
+* A walk that found notarize's outputs and no document (register and verify alike): exit 2. Not
+* "every file found is a receipt": the walk may have passed over links or FIFOs besides (r100).
+*/
+function onlyOutputsFound() {
+	return new UsageError("no documents: the walk found receipts or tree manifests, and no document beside them", {
+		code: "no_documents",
+		hint: "name the documents, or the folders that hold them"
+	});
+}
 var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON, LEFTOVER_UNOWNED_REASON, PROBE_REASON, PROBE_UNOWNED_REASON;
 var init_verify_outputs = __esmMin((() => {
 	init_receipt_format();
@@ -22495,10 +22505,7 @@ var init_verify_outputs = __esmMin((() => {
 				documents++;
 				yield inside && walked ? insideReceiptDir(item.path) : item;
 			}
-			if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
-				code: "no_documents",
-				hint: "name the documents, or the folders that hold them"
-			});
+			if (documents === 0) throw onlyOutputsFound();
 		}
 		/**
 		* Takes what the document `item` of digest `sha256`, found to be
@@ -22590,6 +22597,8 @@ function displayName(item) {
 /** The documents named (or the digest given), with their receipts planned; nothing is hashed yet. */
 async function listDocuments(options, skip) {
 	let documents;
+	/** Receipts and tree manifests a walk found outside --receipt-dir (withoutOutputs), for the message below. */
+	const outputsPassed = { count: 0 };
 	if (options.hash !== void 0) {
 		if (options.paths.length > 0 || options.filesFrom !== void 0) throw new UsageError("give either documents or --hash, not both");
 		if (options.recursive || options.include.length > 0 || options.exclude.length > 0 || options.null) throw new UsageError("-r, --include, --exclude and -0 choose documents: they do nothing with --hash", { hint: "leave them out, or name the documents instead of --hash" });
@@ -22606,7 +22615,7 @@ async function listDocuments(options, skip) {
 		const expansion = await expandInputs(options.paths, toInputOptions(options), options.io.stdin, skip);
 		const inReceiptDir = options.receiptDir === void 0 ? void 0 : insideDir(options.receiptDir);
 		documents = {
-			items: withoutOutputs(expansion.items, skip, options.io, inReceiptDir),
+			items: withoutOutputs(expansion.items, skip, options.io, inReceiptDir, outputsPassed),
 			single: expansion.single
 		};
 		if (expansion.stdinNamed) checkOptions(options, "stdin");
@@ -22626,7 +22635,7 @@ async function listDocuments(options, skip) {
 	const skippedInside = inside.length;
 	if (skippedInside > MANY_INSIDE) options.io.warn(`skipped ${skippedInside} files, ${inside[0]} and others: ${reason}`);
 	else for (const path of inside) options.io.warn(`skipped ${path}: ${reason}`);
-	if (all.length === 0 && skippedInside > 0) throw new UsageError(documents.single ? "nothing to register: the document named is inside --receipt-dir" : "nothing to register: every document named or found is inside --receipt-dir", { hint: "receipts are outputs; name the documents themselves, or another --receipt-dir" });
+	if (all.length === 0 && skippedInside > 0) throw new UsageError(documents.single ? "nothing to register: the document named is inside --receipt-dir" : outputsPassed.count > 0 ? "nothing to register: every file named or found is inside --receipt-dir, or is a receipt or tree manifest found by a walk" : "nothing to register: every document named or found is inside --receipt-dir", { hint: "receipts are outputs; name the documents themselves, or another --receipt-dir" });
 	return {
 		...documents,
 		items: all,
@@ -22642,7 +22651,7 @@ async function listDocuments(options, skip) {
 * such a file is a document, as for verify. A walk of outputs alone has no
 * document: a UsageError, as an empty folder's.
 */
-async function* withoutOutputs(items, skip, io, inReceiptDir) {
+async function* withoutOutputs(items, skip, io, inReceiptDir, passedOver) {
 	const passed = [];
 	let documents = 0;
 	for await (const item of items) {
@@ -22657,14 +22666,12 @@ async function* withoutOutputs(items, skip, io, inReceiptDir) {
 			path,
 			reason: OUTPUT_REASON[kind]
 		}, false);
+		passedOver.count++;
 		if (passed.length <= MANY_INSIDE) passed.push(path);
 	}
 	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r fails on those of no document it checks: --exclude them)`);
 	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (not registered; verify -r fails on one of no document it checks: --exclude it)`);
-	if (documents === 0 && passed.length > 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
-		code: "no_documents",
-		hint: "name the documents, or the folders that hold them"
-	});
+	if (documents === 0 && passed.length > 0) throw onlyOutputsFound();
 }
 function receiptSubject(item) {
 	if (item.kind !== "file" && item.kind !== "unusable") return {};

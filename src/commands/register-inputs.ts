@@ -17,7 +17,7 @@ import type { IO } from '../output/io.js';
 import type { ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { inputOptionsShape, toInputOptions } from './input-options.js';
-import { outputKind } from './verify-outputs.js';
+import { onlyOutputsFound, outputKind } from './verify-outputs.js';
 import { outputSchema } from './options.js';
 
 export const TITLE = 'notarize register';
@@ -93,6 +93,8 @@ export async function listDocuments(
   skip: (s: SkippedPath, warn?: boolean) => void,
 ): Promise<Documents> {
   let documents: Documents;
+  /** Receipts and tree manifests a walk found outside --receipt-dir (withoutOutputs), for the message below. */
+  const outputsPassed = { count: 0 };
   if (options.hash !== undefined) {
     if (options.paths.length > 0 || options.filesFrom !== undefined)
       throw new UsageError('give either documents or --hash, not both');
@@ -108,7 +110,8 @@ export async function listDocuments(
     const expansion = await expandInputs(options.paths, toInputOptions(options), options.io.stdin, skip);
     // Inside --receipt-dir, outputs are passed over below, with their own reason.
     const inReceiptDir = options.receiptDir === undefined ? undefined : insideDir(options.receiptDir);
-    documents = { items: withoutOutputs(expansion.items, skip, options.io, inReceiptDir), single: expansion.single };
+    const items = withoutOutputs(expansion.items, skip, options.io, inReceiptDir, outputsPassed);
+    documents = { items, single: expansion.single };
     // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
     if (expansion.stdinNamed) checkOptions(options, 'stdin');
   }
@@ -138,12 +141,15 @@ export async function listDocuments(
   } else {
     for (const path of inside) options.io.warn(`skipped ${path}: ${reason}`);
   }
-  // Every document inside it (named, listed or found): a run that would register nothing and pass.
+  // Every document inside it (named, listed or found), or an output found by a walk: a run that
+  // would register nothing and pass.
   if (all.length === 0 && skippedInside > 0) {
     throw new UsageError(
       documents.single
         ? 'nothing to register: the document named is inside --receipt-dir'
-        : 'nothing to register: every document named or found is inside --receipt-dir',
+        : outputsPassed.count > 0
+          ? 'nothing to register: every file named or found is inside --receipt-dir, or is a receipt or tree manifest found by a walk'
+          : 'nothing to register: every document named or found is inside --receipt-dir',
       { hint: 'receipts are outputs; name the documents themselves, or another --receipt-dir' },
     );
   }
@@ -178,6 +184,7 @@ async function* withoutOutputs(
   skip: (s: SkippedPath, warn?: boolean) => void,
   io: IO,
   inReceiptDir: ((path: string) => boolean) | undefined,
+  passedOver: { count: number },
 ): AsyncGenerator<InputItem> {
   const passed: string[] = [];
   let documents = 0;
@@ -192,6 +199,7 @@ async function* withoutOutputs(
     const { path } = item as Extract<InputItem, { kind: 'file' }>;
     // Each is a skipped result; the warning is said once, below: receipts kept beside documents are many.
     skip({ path, reason: OUTPUT_REASON[kind] }, false);
+    passedOver.count++;
     if (passed.length <= MANY_INSIDE) passed.push(path);
   }
   if (passed.length > MANY_INSIDE) {
@@ -206,10 +214,7 @@ async function* withoutOutputs(
   }
   // (Files inside --receipt-dir count here: the check below says when they are all there is.)
   if (documents === 0 && passed.length > 0) {
-    throw new UsageError('no documents: every file found is a receipt or a tree manifest', {
-      code: 'no_documents',
-      hint: 'name the documents, or the folders that hold them',
-    });
+    throw onlyOutputsFound();
   }
 }
 

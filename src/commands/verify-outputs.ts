@@ -92,12 +92,7 @@ export class WalkOutputs {
       // --receipt-dir): checked, as the one document named alone always was.
       yield inside && walked ? insideReceiptDir(item.path) : item;
     }
-    if (documents === 0) {
-      throw new UsageError('no documents: every file found is a receipt or a tree manifest', {
-        code: 'no_documents',
-        hint: 'name the documents, or the folders that hold them',
-      });
-    }
+    if (documents === 0) throw onlyOutputsFound();
   }
 
   /**
@@ -309,4 +304,15 @@ function unownedReason(output: Exclude<Output, { kind: 'leftover' | 'probe' }>):
     `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: ` +
     'nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)'
   );
+}
+
+/**
+ * A walk that found notarize's outputs and no document (register and verify alike): exit 2. Not
+ * "every file found is a receipt": the walk may have passed over links or FIFOs besides (r100).
+ */
+export function onlyOutputsFound(): UsageError {
+  return new UsageError('no documents: the walk found receipts or tree manifests, and no document beside them', {
+    code: 'no_documents',
+    hint: 'name the documents, or the folders that hold them',
+  });
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 /**
  * --receipt-dir: `<file name>.notarization.json` is a v1 receipt holding the
  * record exactly as the service sent it (the bytes of the forfait answer,
@@ -287,9 +288,21 @@ describe('register -r over receipts and tree manifests outside --receipt-dir (r9
     // A walk of outputs alone: nothing to register, nothing sent (exit 2).
     const alone = bed.path('w/old');
     const before = bed.mark();
+    // A FIFO beside them is passed over too: the message claims no more than it saw (r100 #6).
+    execFileSync('mkfifo', [join(alone, 'pipe')]);
     const none = await bed.main(['register', '-r', alone, '--json']);
     expect(none.code, describeRun(none)).toBe(2);
-    expect(jsonError(none.stderr)).toMatchObject({ code: 'no_documents' });
+    expect(jsonError(none.stderr)).toMatchObject({
+      code: 'no_documents',
+      message: 'no documents: the walk found receipts or tree manifests, and no document beside them',
+    });
+    // The rest of the files inside --receipt-dir: not "every document ... is inside --receipt-dir".
+    await bed.write('R2/kept.txt', 'kept\n');
+    const inside = await bed.main(['register', '-r', alone, bed.path('R2'), '--receipt-dir', bed.path('R2'), '--json']);
+    expect(inside.code, describeRun(inside)).toBe(2);
+    expect(jsonError(inside.stderr).message).toBe(
+      'nothing to register: every file named or found is inside --receipt-dir, or is a receipt or tree manifest found by a walk',
+    );
     expect(bed.callsSince(before)).toEqual([]);
   });
 });
