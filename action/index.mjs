@@ -14222,16 +14222,23 @@ function notALock(file, why) {
 	return new StoreError(file, `lock file ${file} is not a lock: ${why}`, { hint: "notarize never makes one like it: remove it, or use a store of your own" });
 }
 /**
-* The lock timing of a run that says a long wait for another process on `info`
-* (LockTiming.onWaiting), once per run: a batch's documents may all wait on one
-* holder (r100: twelve identical lines).
+* The lock timing of a run that says a long wait on `info` (LockTiming.onWaiting):
+* once for waits that overlap, as a batch's documents all waiting on one holder
+* do (r100: twelve identical lines), and again for a wait that starts after they
+* have all ended (r102: a batch's later waits, one after another, went unsaid).
 */
 function waitNotice(info) {
-	let told = false;
+	/** Waits past their notice and not yet ended, said or not. */
+	let waiting = 0;
 	return { onWaiting: (message) => {
-		if (told) return;
-		told = true;
-		info(message);
+		if (waiting === 0) info(message);
+		waiting++;
+		let ended = false;
+		return () => {
+			if (ended) return;
+			ended = true;
+			waiting--;
+		};
 	} };
 }
 function fullTiming(timing) {
@@ -14240,7 +14247,8 @@ function fullTiming(timing) {
 		pollMs: timing.pollMs ?? POLL_MS,
 		unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS,
 		noticeMs: timing.noticeMs ?? NOTICE_MS,
-		onWaiting: timing.onWaiting ?? (() => {})
+		onWaiting: timing.onWaiting ?? (() => {}),
+		...timing.doing === void 0 ? {} : { doing: timing.doing }
 	};
 }
 /**
@@ -14339,6 +14347,11 @@ function isZombie(pid) {
 function provablyDead(seen) {
 	const ours = pidNamespace();
 	return seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid);
+}
+/** Whether `seen` was written by this very process: our pid, on our host, in our PID namespace where known. */
+function isThisProcess(seen) {
+	const ours = pidNamespace();
+	return seen.pid === process.pid && (seen.host === void 0 || seen.host === HOST) && (ours === void 0 || seen.ns === void 0 || seen.ns === ours);
 }
 /** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
 function isStale(file, seen, watch, timing) {
@@ -14668,6 +14681,8 @@ async function acquire(file, waitMs, full) {
 	let notice = performance.now() + full.noticeMs;
 	const watch = new Watch();
 	let run = holdRunFile(dir, leaseMs);
+	/** Told when this wait ends, once it has been noticed (onWaiting). */
+	let waitEnded = void 0;
 	try {
 		for (;;) {
 			const made = createLock(file, run, leaseMs);
@@ -14687,14 +14702,16 @@ async function acquire(file, waitMs, full) {
 			if (now >= notice) {
 				notice = Infinity;
 				const name = basename(file, ".lock");
-				const doing = HASH_LOCK.test(name) ? `is working on ${name}` : holderDoes(file);
-				full.onWaiting(`${holder(file, seen, doing)}: waiting for it, up to ${Math.ceil((deadline - now) / 1e3)} s more`);
+				const doing = full.doing ?? (HASH_LOCK.test(name) ? `is working on ${name}` : holderDoes(file));
+				waitEnded = full.onWaiting(`${holder(file, seen, doing)}: waiting for it, up to ${Math.ceil((deadline - now) / 1e3)} s more`);
 			}
 			await setTimeout$1(pollMs);
 		}
 	} catch (error) {
 		letGoRunFile(run);
 		throw error;
+	} finally {
+		waitEnded?.();
 	}
 }
 function holderDoes(file) {
@@ -14705,6 +14722,7 @@ function holderDoes(file) {
 }
 /** Who holds `file`, seen as `seen`, and what it is doing. */
 function holder(file, seen, doing = holderDoes(file)) {
+	if (isThisProcess(seen)) return `this notarize run (pid ${process.pid}) ${doing} already, for another of its documents`;
 	const where = seen.host && seen.host !== HOST ? ` on ${seen.host}` : seen.ns !== void 0 && seen.ns !== pidNamespace() ? " in another container or PID namespace" : "";
 	return `another notarize process (pid ${seen.pid ?? "?"}${where}) ${doing}`;
 }
@@ -19465,11 +19483,17 @@ var init_trees_now = __esmMin((() => {
 				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, toFinish);
 				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
 				if (atWork === "") return;
+				const doing = atWork === root ? `is registering the Merkle root ${root}, whose tree holds ${hash}` : `is placing documents in Merkle trees, one of them holding ${hash}`;
 				try {
-					await locked(deps, atWork, async () => {});
+					await locked({
+						...deps,
+						lockTiming: {
+							...deps.lockTiming,
+							doing
+						}
+					}, atWork, async () => {});
 				} catch (error) {
 					if (!(error instanceof TransientError)) throw error;
-					const doing = atWork === root ? `is registering the Merkle root ${root}, whose tree holds ${hash}` : `is placing documents in Merkle trees, one of them holding ${hash}`;
 					throw new TransientError(`another notarize process ${doing}`, {
 						hint: "wait for it to finish, then run the command again: that root answers for the document",
 						notProcessed: true,
@@ -23374,7 +23398,10 @@ var init_register_aggregate = __esmMin((() => {
 			const options = this.#options;
 			const plan = this.#documents.receipts;
 			const treesNow = new TreesNow(this.#store);
-			const beforeRequest = (hash) => treesNow.settle({ store: this.#store }, hash, "register its documents again");
+			const beforeRequest = (hash) => treesNow.settle({
+				store: this.#store,
+				lockTiming: this.#lockWaits
+			}, hash, "register its documents again");
 			/** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
 			const unrecorded = [];
 			await runAll(docs, async (doc) => {
@@ -24891,11 +24918,15 @@ async function runCompleteMany(options) {
 	const baseUrl = options.baseUrl();
 	const api = await options.api();
 	const treesNow = options.all ? new TreesNow(store) : void 0;
+	const lockTiming = waitNotice((message) => options.io.info(message));
 	const deps = {
 		api,
 		store,
-		lockTiming: waitNotice((message) => options.io.info(message)),
-		...treesNow && { beforeCompletion: (hash) => treesNow.settle({ store }, hash, "its documents' own sessions are completed") }
+		lockTiming,
+		...treesNow && { beforeCompletion: (hash) => treesNow.settle({
+			store,
+			lockTiming
+		}, hash, "its documents' own sessions are completed") }
 	};
 	const source = {
 		kind: "store",

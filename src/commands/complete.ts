@@ -274,12 +274,14 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   // --all: a document's own session is sent only if, its lock held, no Merkle root another process
   // planted meanwhile answers for it (an aggregate retried over a tree only planned: TreesNow).
   const treesNow = options.all ? new TreesNow(store) : undefined;
+  const lockTiming = waitNotice((message) => options.io.info(message));
   const deps = {
     api,
     store,
-    lockTiming: waitNotice((message) => options.io.info(message)),
+    lockTiming,
     ...(treesNow && {
-      beforeCompletion: (hash: string) => treesNow.settle({ store }, hash, "its documents' own sessions are completed"),
+      beforeCompletion: (hash: string) =>
+        treesNow.settle({ store, lockTiming }, hash, "its documents' own sessions are completed"),
     }),
   };
   // --all never sends again a session whose last completion was answered unreadably: only its hash does.

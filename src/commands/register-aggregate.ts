@@ -758,7 +758,7 @@ export class Aggregator {
     const plan = this.#documents.receipts;
     const treesNow = new TreesNow(this.#store);
     const beforeRequest = (hash: string) =>
-      treesNow.settle({ store: this.#store }, hash, 'register its documents again');
+      treesNow.settle({ store: this.#store, lockTiming: this.#lockWaits }, hash, 'register its documents again');
     /** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
     const unrecorded: string[] = [];
     await runAll(

@@ -35,7 +35,7 @@ interface DocumentRootsRun {
   /** --receipt-dir, if given. */
   receipts: ReceiptPlan | undefined;
   baseUrl: string;
-  deps: Pick<FlowDeps, 'api' | 'store'>;
+  deps: Pick<FlowDeps, 'api' | 'store' | 'lockTiming'>;
   /** The asks of the run, when shared with its manifests' (register --aggregate); else its own. */
   asks?: RootAsks;
 }
@@ -48,7 +48,7 @@ export class DocumentRoots {
   readonly #options: RegisterOptions;
   readonly #receipts: ReceiptPlan | undefined;
   readonly #baseUrl: string;
-  readonly #deps: Pick<FlowDeps, 'api' | 'store'>;
+  readonly #deps: Pick<FlowDeps, 'api' | 'store' | 'lockTiming'>;
   /** The trees of this store as they are now, read when a document first needs them (#underRoot). */
   readonly #treesNow: TreesNow;
   /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */

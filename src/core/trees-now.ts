@@ -100,15 +100,16 @@ export class TreesNow {
           ? root
           : '';
       if (atWork === '') return;
+      // The lock's own words would say that run works on "the same hash", or on a digest the user
+      // never gave: it works on the root of a tree holding the document.
+      const doing =
+        atWork === root
+          ? `is registering the Merkle root ${root}, whose tree holds ${hash}`
+          : `is placing documents in Merkle trees, one of them holding ${hash}`;
       try {
-        await locked(deps, atWork, async () => {});
+        await locked({ ...deps, lockTiming: { ...deps.lockTiming, doing } }, atWork, async () => {});
       } catch (error) {
-        // The lock's own words would say that run works on "the same hash": it works on the root.
         if (!(error instanceof TransientError)) throw error;
-        const doing =
-          atWork === root
-            ? `is registering the Merkle root ${root}, whose tree holds ${hash}`
-            : `is placing documents in Merkle trees, one of them holding ${hash}`;
         throw new TransientError(`another notarize process ${doing}`, {
           hint: 'wait for it to finish, then run the command again: that root answers for the document',
           notProcessed: true,

@@ -125,29 +125,42 @@ export interface LockTiming {
   noticeMs?: number;
   /**
    * Told once when a wait for a live owner passes `noticeMs`, with who holds the lock: a wait
-   * of up to a minute with nothing said made a CI log look hung (r98).
+   * of up to a minute with nothing said made a CI log look hung (r98). What it returns, if
+   * anything, is called when that wait ends, the lock taken or not (waitNotice).
    */
-  onWaiting?: (message: string) => void;
+  onWaiting?: (message: string) => (() => void) | void;
+  /**
+   * What the holder is doing, for the notice, when the lock's name does not say it (the root of
+   * a Merkle tree being registered: its name is a digest, like a document's).
+   */
+  doing?: string;
 }
 
 /**
- * The lock timing of a run that says a long wait for another process on `info`
- * (LockTiming.onWaiting), once per run: a batch's documents may all wait on one
- * holder (r100: twelve identical lines).
+ * The lock timing of a run that says a long wait on `info` (LockTiming.onWaiting):
+ * once for waits that overlap, as a batch's documents all waiting on one holder
+ * do (r100: twelve identical lines), and again for a wait that starts after they
+ * have all ended (r102: a batch's later waits, one after another, went unsaid).
  */
 export function waitNotice(info: (message: string) => void): LockTiming {
-  let told = false;
+  /** Waits past their notice and not yet ended, said or not. */
+  let waiting = 0;
   return {
     onWaiting: (message) => {
-      if (told) return;
-      told = true;
-      info(message);
+      if (waiting === 0) info(message);
+      waiting++;
+      let ended = false;
+      return () => {
+        if (ended) return;
+        ended = true;
+        waiting--;
+      };
     },
   };
 }
 
-/** LockTiming with every default filled in. */
-type Timing = Required<LockTiming>;
+/** LockTiming with every default filled in (`doing` has none: the lock's name says it). */
+type Timing = Required<Omit<LockTiming, 'doing'>> & Pick<LockTiming, 'doing'>;
 
 /** How long a wait for a lock goes unsaid (LockTiming.noticeMs). */
 const NOTICE_MS = 3000;
@@ -159,6 +172,7 @@ function fullTiming(timing: LockTiming): Timing {
     unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS,
     noticeMs: timing.noticeMs ?? NOTICE_MS,
     onWaiting: timing.onWaiting ?? (() => {}),
+    ...(timing.doing === undefined ? {} : { doing: timing.doing }),
   };
 }
 /** Claims of claims nest only when holders keep dying inside a few system calls; this bounds the depth. */
@@ -321,6 +335,16 @@ function provablyDead(seen: Seen): boolean {
     seen.ns === ours &&
     seen.pid !== process.pid &&
     !processExists(seen.pid)
+  );
+}
+
+/** Whether `seen` was written by this very process: our pid, on our host, in our PID namespace where known. */
+function isThisProcess(seen: Seen): boolean {
+  const ours = pidNamespace();
+  return (
+    seen.pid === process.pid &&
+    (seen.host === undefined || seen.host === HOST) &&
+    (ours === undefined || seen.ns === undefined || seen.ns === ours)
   );
 }
 
@@ -745,6 +769,8 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
   let notice = performance.now() + full.noticeMs;
   const watch = new Watch();
   let run = holdRunFile(dir, leaseMs);
+  /** Told when this wait ends, once it has been noticed (onWaiting). */
+  let waitEnded: (() => void) | void = undefined;
   try {
     for (;;) {
       const made = createLock(file, run, leaseMs);
@@ -765,8 +791,8 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
         notice = Infinity;
         const name = basename(file, '.lock');
         // Which hash: in a batch "the same hash" says none.
-        const doing = HASH_LOCK.test(name) ? `is working on ${name}` : holderDoes(file);
-        full.onWaiting(
+        const doing = full.doing ?? (HASH_LOCK.test(name) ? `is working on ${name}` : holderDoes(file));
+        waitEnded = full.onWaiting(
           `${holder(file, seen, doing)}: waiting for it, up to ${Math.ceil((deadline - now) / 1000)} s more`,
         );
       }
@@ -775,6 +801,8 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
   } catch (error) {
     letGoRunFile(run);
     throw error;
+  } finally {
+    waitEnded?.();
   }
 }
 
@@ -796,6 +824,10 @@ function holderDoes(file: string): string {
 
 /** Who holds `file`, seen as `seen`, and what it is doing. */
 function holder(file: string, seen: Seen, doing = holderDoes(file)): string {
+  // This very process: a batch's two documents of the same content (dist/linux/LICENSE and
+  // dist/mac/LICENSE), the second waiting for the first (r102: "another process", and our own pid).
+  if (isThisProcess(seen))
+    return `this notarize run (pid ${process.pid}) ${doing} already, for another of its documents`;
   // Its pid means nothing here when it runs on another host, or in another PID namespace (a container).
   const where =
     seen.host && seen.host !== HOST

@@ -1752,6 +1752,40 @@ describe('switching between --aggregate and per-document registration never pays
     expect(calls.filter((call) => call.body.includes(k) || call.path.includes(k))).toEqual([]);
   });
 
+  it('complete --all waiting on a root another process is registering says so, naming the root and the document (r102)', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'complete-waits-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('complete-waits', 'complete waits', ['a', 'b']);
+    const [a, b] = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex')) as [
+      string,
+      string,
+    ];
+    const own = await bed.main(['register', docs[0]!, '--no-complete', '--json'], { env });
+    expect(own.code, describeRun(own)).toBe(0);
+    // This test process plays an aggregate at work on a tree over a and b: planted, its root's lock held.
+    const store = new ServiceStore(paths.service, bed.url);
+    const tree = plantTree(
+      [a, b].map((sha256, i) => ({ name: `leaf-${i}`, sha256, size: 1 })),
+      undefined,
+      new Date(),
+    );
+    await store.saveTree(tree.entry);
+    const releaseRoot = await holdLock(store.lockFile(tree.entry.root), 0);
+    const completing = bed.run(['complete', '--all', '--json'], { env });
+    // Held past the notice (3 s), then let go with the root unregistered, as by a run that failed.
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    store.removeTree(tree.entry.root);
+    releaseRoot();
+    const run = await completing;
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `another notarize process \\(pid ${process.pid}\\) is registering the Merkle root ${tree.entry.root}, whose tree holds ${a}: waiting for it, up to \\d+ s more`,
+      ),
+    );
+    expect(parseResults(run.stdout)).toMatchObject([{ hash: a, status: 'registered' }]);
+  });
+
   it('a document taken up by another process while the aggregate saves its tree is left out of it, and settled on its own', async () => {
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'taken-up-')) };
     const docs = await writeDocs('taken-up', 'taken up', ['a', 'b', 'c']);

@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   statSync,
   unlinkSync,
   utimesSync,
@@ -433,10 +434,17 @@ describe('withLock', () => {
     mkdirSync(join(store, 'locks'));
     const file = join(store, 'locks', name);
     const doing = says.replace('<store>', store);
+    writeFileSync(file, lockText(1, 'init')); // pid 1 is alive: a lock held by another process
+    const error = await rejection(withLock(file, 50, () => Promise.resolve()));
+    expect((error as Error).message).toBe(`another notarize process (pid 1) ${doing}`);
+    // Held by this very process: said so, not "another" with our own pid (r102).
+    rmSync(file);
     const first = gate();
     const holder = withLock(file, 1000, () => first.opened);
-    const error = await rejection(withLock(file, 50, () => Promise.resolve()));
-    expect((error as Error).message).toBe(`another notarize process (pid ${process.pid}) ${doing}`);
+    const own = await rejection(withLock(file, 50, () => Promise.resolve()));
+    expect((own as Error).message).toBe(
+      `this notarize run (pid ${process.pid}) ${doing} already, for another of its documents`,
+    );
     first.open();
     await holder;
   });
@@ -446,7 +454,9 @@ describe('withLock', () => {
     const first = gate();
     const holder = withLock(file, 1000, () => first.opened);
     const told: string[] = [];
-    const onWaiting = (message: string) => told.push(message);
+    const onWaiting = (message: string) => {
+      told.push(message);
+    };
     // Held past the notice: told once, however many polls follow.
     const waiter = withLock(file, 10_000, () => Promise.resolve('ran'), { noticeMs: 50, pollMs: 5, onWaiting });
     // Bounded: the notice is due after 50 ms; 10 s leaves room for any load.
@@ -456,15 +466,43 @@ describe('withLock', () => {
     await holder;
     expect(await waiter).toBe('ran');
     expect(told).toHaveLength(1);
+    // The holder is this very process (a batch's two documents of the same content): not "another
+    // notarize process" with our own pid (r102).
     expect(told[0]).toMatch(
       new RegExp(
-        `^another notarize process \\(pid ${process.pid}\\) is working on ${'ef'.repeat(32)}: waiting for it, up to \\d+ s more$`,
+        `^this notarize run \\(pid ${process.pid}\\) is working on ${'ef'.repeat(32)} already, for another of its documents: waiting for it, up to \\d+ s more$`,
       ),
     );
     // Free at once: nothing said.
     const quiet: string[] = [];
-    await withLock(file, 10_000, () => Promise.resolve(), { noticeMs: 50, onWaiting: (m) => quiet.push(m) });
+    await withLock(file, 10_000, () => Promise.resolve(), {
+      noticeMs: 50,
+      onWaiting: (m) => {
+        quiet.push(m);
+      },
+    });
     expect(quiet).toEqual([]);
+  });
+
+  it('names another live process as another, with its pid, in the notice and in the error when the wait runs out', async () => {
+    const hash = 'ab'.repeat(32);
+    const file = join(tempDir(), `${hash}.lock`);
+    writeFileSync(file, lockText(1, 'init')); // pid 1 is alive: a lock held
+    const told: string[] = [];
+    const timing = { noticeMs: 20, pollMs: 5, onWaiting: (m: string) => void told.push(m) };
+    const error = await rejection(withLock(file, 300, () => Promise.resolve(), timing));
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatch(
+      new RegExp(`^another notarize process \\(pid 1\\) is working on ${hash}: waiting for it, up to \\d+ s more$`),
+    );
+    expect((error as Error).message).toBe('another notarize process (pid 1) is working on the same hash');
+    // `doing` says what the lock's name cannot (a Merkle root's lock is named by a digest too).
+    const rooted: string[] = [];
+    const doing = `is registering the Merkle root ${hash}, whose tree holds ${'cd'.repeat(32)}`;
+    await rejection(
+      withLock(file, 300, () => Promise.resolve(), { ...timing, doing, onWaiting: (m) => void rooted.push(m) }),
+    );
+    expect(rooted[0]).toMatch(new RegExp(`^another notarize process \\(pid 1\\) ${doing}: waiting for it`));
   });
 
   it("waitNotice says a run's lock waits once, whatever the number of documents waiting (r100)", async () => {
@@ -480,6 +518,17 @@ describe('withLock', () => {
     await holder;
     await Promise.all(waiters);
     expect(said).toHaveLength(1);
+    // A wait that starts once those have ended is said again, with its own hash (r102: a batch's
+    // later waits, one after another, went unsaid for up to a minute each).
+    const laterFile = join(tempDir(), `${'34'.repeat(32)}.lock`);
+    const second = gate();
+    const later = withLock(laterFile, 1000, () => second.opened);
+    const waiter = withLock(laterFile, 10_000, () => Promise.resolve(), timing);
+    for (let i = 0; i < 1000 && said.length === 1; i++) await sleep(10);
+    second.open();
+    await Promise.all([later, waiter]);
+    expect(said).toHaveLength(2);
+    expect(said[1]).toContain(`is working on ${'34'.repeat(32)}`);
   });
 
   it('says when the holder runs in another PID namespace (a container), whose pid means nothing here', async () => {
