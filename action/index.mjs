@@ -19533,6 +19533,8 @@ var init_register_roots = __esmMin((() => {
 		#deps;
 		/** The trees of this store as they are now, read when a document first needs them (#underRoot). */
 		#treesNow;
+		/** The hashes with a retired session (#retiredRoots). */
+		#retired;
 		/** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
 		#plannedReread = /* @__PURE__ */ new Set();
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
@@ -19604,6 +19606,12 @@ var init_register_roots = __esmMin((() => {
 						proof: leaf.proof
 					}
 				};
+			}
+			if (leaf?.state === "retired") {
+				const root = leaf.tree.entry.root;
+				const said = await this.#ask(root, leaf.tree.entry.treeSize, "its tree in this store, the root's session retired (`notarize pending drop`)");
+				if (said.kind === "failed") throw said.error;
+				if (said.kind === "has") return this.#under(hash, leaf.proof, said);
 			}
 			if (leaf?.state === "planned") await this.#tidy(leaf.tree);
 			return this.#underEarlierRoot(hash, index);
@@ -19761,6 +19769,11 @@ var init_register_roots = __esmMin((() => {
 			this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
 		}
 		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+		/** The hashes with a session in the store's retired/ folder, read once per run (only for a planned tree's document). */
+		#retiredRoots() {
+			this.#retired ??= this.#deps.store.retirements().then((reasons) => new Set(reasons.keys()));
+			return this.#retired;
+		}
 		async #tidy(tree) {
 			const root = tree.entry.root;
 			if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
@@ -19849,6 +19862,11 @@ var init_register_roots = __esmMin((() => {
 						return this.#underRoot(hash, true);
 					}
 				}
+				if (!this.#options.force && (await this.#retiredRoots()).has(root)) return {
+					state: "retired",
+					tree,
+					proof: tree.proof(leafIndex, store.treeFile(root))
+				};
 				return {
 					state: "planned",
 					tree
@@ -22965,7 +22983,8 @@ var init_register_aggregate = __esmMin((() => {
 				baseUrl: this.#baseUrl,
 				deps: {
 					api: this.#api,
-					store: this.#store
+					store: this.#store,
+					lockTiming: this.#lockWaits
 				},
 				asks: this.#asks
 			});
@@ -23018,6 +23037,65 @@ var init_register_aggregate = __esmMin((() => {
 				else left.push(doc);
 			}
 			return left.sort((a, b) => a.index - b.index);
+		}
+		/**
+		* Of `dropped`, documents whose own session was retired other than by a
+		* 409 (`notarize pending drop`, which the warning of #warnOwnSessions
+		* suggests), those the service does not have: maybe their completion was
+		* sent before and its answer lost (r103: planted in a new tree, paid for
+		* twice). Each is asked about as a receipt's is (#registeredAlone): a 409
+		* makes it already-registered on its own, no record (`unrecorded` gets it
+		* when no receipt is there to answer for it, and the 409 is kept: the
+		* next run sends nothing); a failed ask fails it. One under a tree of
+		* this store not only planned is its root's, as any document's.
+		*/
+		async #droppedAlone(dropped, unrecorded) {
+			if (dropped.length === 0) return [];
+			const free = [];
+			const trees = await Trees.load(this.#store, { holding: new Set(dropped.map((doc) => doc.sha256)) });
+			for (const doc of dropped) {
+				const placed = trees.place(doc.sha256);
+				if (trees.problems.length > 0 || placed !== void 0 && placed.tree.state !== "planned") {
+					free.push(doc);
+					continue;
+				}
+				const source = "its own session, retired in this store (`notarize pending drop`)";
+				const said = await this.#asks.ask(doc.sha256, void 0, () => askAboutDocument({
+					api: this.#api,
+					store: this.#store
+				}, doc.sha256, doc.sha256, this.#options, source));
+				if (said.kind === "failed") {
+					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(said.error));
+					continue;
+				}
+				if (said.kind === "absent") {
+					free.push(doc);
+					continue;
+				}
+				const reason = [REQUEST_ANSWERED_409, said.message].join(": ");
+				await this.#store.keepAnswered409(doc.sha256, reason, /* @__PURE__ */ new Date()).catch(() => void 0);
+				let kept;
+				try {
+					kept = await this.#keptReceipt(doc, doc.sha256);
+				} catch (error) {
+					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+					continue;
+				}
+				if (this.#documents.receipts !== void 0 && kept === void 0) unrecorded.push(doc.sha256);
+				const service = {
+					message: said.message,
+					retiredSession: void 0
+				};
+				const outcome = {
+					kind: "already-registered",
+					hash: doc.sha256,
+					entry: void 0,
+					service
+				};
+				const receipt = receiptDetails(kept?.kind === "kept" ? kept.path : void 0, void 0);
+				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receipt));
+			}
+			return free;
 		}
 		/**
 		* Whether the service has `doc` registered on its own, when a receipt in
@@ -23293,12 +23371,15 @@ var init_register_aggregate = __esmMin((() => {
 			const rest = [];
 			const sessions = [];
 			const inFlight = [];
+			/** Of their own sessions, retired other than by a 409 (`pending drop`): the service is asked (#droppedAlone). */
+			const dropped = [];
 			const plan = this.#documents.receipts;
-			const confirmed = await confirmedRoots(this.#store);
+			const retired = await this.#store.retirements();
+			const confirmed = new Set([...retired].filter(([, reasons]) => reasons.some(says409)).map(([hash]) => hash));
 			const unrecorded = [];
 			const named = this.#store.namedHashes(hashed.length);
 			for (const doc of hashed) {
-				if (named !== void 0 && !named.has(doc.sha256) && !confirmed.has(doc.sha256)) {
+				if (named !== void 0 && !named.has(doc.sha256) && !retired.has(doc.sha256)) {
 					rest.push(doc);
 					continue;
 				}
@@ -23333,6 +23414,7 @@ var init_register_aggregate = __esmMin((() => {
 					}
 					if (pending !== void 0) sessions.push(doc);
 					else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
+					else if (retired.has(doc.sha256)) dropped.push(doc);
 					else rest.push(doc);
 					continue;
 				}
@@ -23355,6 +23437,7 @@ var init_register_aggregate = __esmMin((() => {
 				return !(placed.tree.state === "planned" && inFlightSet.has(doc) && !this.#store.hasLock(placed.tree.entry.root));
 			}));
 			const alone = ownWay.filter((doc) => !underRoot.has(doc));
+			for (const doc of await this.#droppedAlone(dropped, unrecorded)) rest.push(doc);
 			for (const doc of underRoot) rest.push(doc);
 			rest.sort((a, b) => a.index - b.index);
 			this.#rootedSessions = sessions.filter((doc) => underRoot.has(doc));
@@ -23377,7 +23460,7 @@ var init_register_aggregate = __esmMin((() => {
 			if (completed.length === 0) return;
 			const which = someDocuments(completed.length, completed[0].sha256);
 			const one = completed.length === 1;
-			this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it goes" : "they go"} through ${one ? "its" : "their"} own registration (${one ? "its session" : "their sessions"} completed, or left pending with --no-complete), not under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``);
+			this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it goes" : "they go"} through ${one ? "its" : "their"} own registration (${one ? "its session" : "their sessions"} completed, or left pending with --no-complete), not under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\`: the next --aggregate run asks the service about it, and puts it in a tree only if the service does not have it`);
 		}
 		/**
 		* Documents whose own registration is under way or left pending (a

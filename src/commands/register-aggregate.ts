@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { confirmedBefore, confirmedRoots, register, type Outcome } from '../core/notarize.js';
+import { confirmedBefore, register, REQUEST_ANSWERED_409, says409, type Outcome } from '../core/notarize.js';
 import { waitNotice, type LockTiming } from '../store/lock.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
@@ -231,7 +231,7 @@ export class Aggregator {
       options: this.#options,
       receipts: plan,
       baseUrl: this.#baseUrl,
-      deps: { api: this.#api, store: this.#store },
+      deps: { api: this.#api, store: this.#store, lockTiming: this.#lockWaits },
       asks: this.#asks,
     });
     /** The roots found so (or the service's word that it has the document on its own), by the digest of the document whose receipt led there. */
@@ -292,6 +292,60 @@ export class Aggregator {
       else left.push(doc);
     }
     return left.sort((a, b) => a.index - b.index);
+  }
+
+  /**
+   * Of `dropped`, documents whose own session was retired other than by a
+   * 409 (`notarize pending drop`, which the warning of #warnOwnSessions
+   * suggests), those the service does not have: maybe their completion was
+   * sent before and its answer lost (r103: planted in a new tree, paid for
+   * twice). Each is asked about as a receipt's is (#registeredAlone): a 409
+   * makes it already-registered on its own, no record (`unrecorded` gets it
+   * when no receipt is there to answer for it, and the 409 is kept: the
+   * next run sends nothing); a failed ask fails it. One under a tree of
+   * this store not only planned is its root's, as any document's.
+   */
+  async #droppedAlone(dropped: readonly Hashed[], unrecorded: string[]): Promise<Hashed[]> {
+    if (dropped.length === 0) return [];
+    const free: Hashed[] = [];
+    const trees = await Trees.load(this.#store, { holding: new Set(dropped.map((doc) => doc.sha256)) });
+    for (const doc of dropped) {
+      // Under a tree of this store paid for or pending, its root answers for it (placeDocuments); a tree that
+      // cannot be read stops the run there, nothing paid.
+      const placed = trees.place(doc.sha256);
+      if (trees.problems.length > 0 || (placed !== undefined && placed.tree.state !== 'planned')) {
+        free.push(doc);
+        continue;
+      }
+      const source = 'its own session, retired in this store (`notarize pending drop`)';
+      const said = await this.#asks.ask(doc.sha256, undefined, () =>
+        askAboutDocument({ api: this.#api, store: this.#store }, doc.sha256, doc.sha256, this.#options, source),
+      );
+      if (said.kind === 'failed') {
+        this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(said.error));
+        continue;
+      }
+      if (said.kind === 'absent') {
+        free.push(doc);
+        continue;
+      }
+      // Kept as per-document register keeps a 409 to a request step: the next run sends nothing for it.
+      const reason = [REQUEST_ANSWERED_409, said.message].join(': ');
+      await this.#store.keepAnswered409(doc.sha256, reason, new Date()).catch(() => undefined);
+      let kept: KeptReceipt | undefined;
+      try {
+        kept = await this.#keptReceipt(doc, doc.sha256);
+      } catch (error) {
+        this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+        continue;
+      }
+      if (this.#documents.receipts !== undefined && kept === undefined) unrecorded.push(doc.sha256);
+      const service = { message: said.message, retiredSession: undefined };
+      const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry: undefined, service };
+      const receipt = receiptDetails(kept?.kind === 'kept' ? kept.path : undefined, undefined);
+      this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receipt));
+    }
+    return free;
   }
 
   /**
@@ -611,14 +665,18 @@ export class Aggregator {
     const rest: Hashed[] = [];
     const sessions: Hashed[] = [];
     const inFlight: Hashed[] = [];
+    /** Of their own sessions, retired other than by a 409 (`pending drop`): the service is asked (#droppedAlone). */
+    const dropped: Hashed[] = [];
     const plan = this.#documents.receipts;
-    // Hashes the service answered 409 for, to their request step or completion (no record came): it has them.
-    const confirmed = await confirmedRoots(this.#store);
+    // Why each retired session was retired, by hash: those the service answered 409 for, to their request
+    // step or completion (no record came), it has; others were dropped, maybe after a completion was sent.
+    const retired = await this.#store.retirements();
+    const confirmed = new Set([...retired].filter(([, reasons]) => reasons.some(says409)).map(([hash]) => hash));
     const unrecorded: string[] = [];
     // One listing of each folder instead of three lookups per document (those named are looked up).
     const named = this.#store.namedHashes(hashed.length);
     for (const doc of hashed) {
-      if (named !== undefined && !named.has(doc.sha256) && !confirmed.has(doc.sha256)) {
+      if (named !== undefined && !named.has(doc.sha256) && !retired.has(doc.sha256)) {
         rest.push(doc);
         continue;
       }
@@ -661,6 +719,7 @@ export class Aggregator {
         }
         if (pending !== undefined) sessions.push(doc);
         else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
+        else if (retired.has(doc.sha256)) dropped.push(doc);
         else rest.push(doc);
         continue;
       }
@@ -696,6 +755,7 @@ export class Aggregator {
       }),
     );
     const alone = ownWay.filter((doc) => !underRoot.has(doc));
+    for (const doc of await this.#droppedAlone(dropped, unrecorded)) rest.push(doc);
     // A loop, not a spread: a re-run over 200,000 documents under roots is past V8's argument limit.
     for (const doc of underRoot) rest.push(doc);
     rest.sort((a, b) => a.index - b.index);
@@ -734,7 +794,8 @@ export class Aggregator {
         `${one ? 'it goes' : 'they go'} through ${one ? 'its' : 'their'} own registration (${one ? 'its session' : 'their sessions'} completed, ` +
         `or left pending with --no-complete), not under a Merkle root ` +
         `(a run stopped after sending ${one ? 'its' : 'their'} completion may have paid for ${one ? 'it' : 'them'} already); ` +
-        `to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``,
+        `to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\`: the next ` +
+        `--aggregate run asks the service about it, and puts it in a tree only if the service does not have it`,
     );
   }
 

@@ -42,7 +42,8 @@ interface DocumentRootsRun {
 
 /** Where a document stands under the trees of this store (#underRoot). */
 type TreeStanding =
-  { state: 'registered' | 'pending'; tree: LoadedTree; proof: InclusionProof } | { state: 'planned'; tree: LoadedTree };
+  | { state: 'registered' | 'pending' | 'retired'; tree: LoadedTree; proof: InclusionProof }
+  | { state: 'planned'; tree: LoadedTree };
 
 export class DocumentRoots {
   readonly #options: RegisterOptions;
@@ -51,6 +52,8 @@ export class DocumentRoots {
   readonly #deps: Pick<FlowDeps, 'api' | 'store' | 'lockTiming'>;
   /** The trees of this store as they are now, read when a document first needs them (#underRoot). */
   readonly #treesNow: TreesNow;
+  /** The hashes with a retired session (#retiredRoots). */
+  #retired: Promise<ReadonlySet<string>> | undefined;
   /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
   readonly #plannedReread = new Set<string>();
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
@@ -128,6 +131,16 @@ export class DocumentRoots {
         return elsewhere;
       }
       return { outcome: await this.#underPendingRoot(leaf.tree, onStep), under: { sha256: hash, proof: leaf.proof } };
+    }
+    if (leaf?.state === 'retired') {
+      // Its root's request step was answered, then its session retired (`pending drop`): a completion
+      // sent before, its answer lost, may have paid for it (r103). The service says: a 409 makes the
+      // document already-registered under it; a root it does not have frees the document.
+      const root = leaf.tree.entry.root;
+      const source = "its tree in this store, the root's session retired (`notarize pending drop`)";
+      const said = await this.#ask(root, leaf.tree.entry.treeSize, source);
+      if (said.kind === 'failed') throw said.error;
+      if (said.kind === 'has') return this.#under(hash, leaf.proof, said);
     }
     if (leaf?.state === 'planned') await this.#tidy(leaf.tree);
     return this.#underEarlierRoot(hash, index);
@@ -303,6 +316,12 @@ export class DocumentRoots {
   }
 
   /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+  /** The hashes with a session in the store's retired/ folder, read once per run (only for a planned tree's document). */
+  #retiredRoots(): Promise<ReadonlySet<string>> {
+    this.#retired ??= this.#deps.store.retirements().then((reasons) => new Set(reasons.keys()));
+    return this.#retired;
+  }
+
   async #tidy(tree: LoadedTree): Promise<void> {
     const root = tree.entry.root;
     if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
@@ -402,6 +421,11 @@ export class DocumentRoots {
           this.#treesNow.forget();
           return this.#underRoot(hash, true);
         }
+      }
+      // A session of the root's retired other than by a 409 (which makes it `confirmed`): by hand
+      // (`pending drop`) after a completion whose answer was lost, maybe. Asked about (standing).
+      if (!this.#options.force && (await this.#retiredRoots()).has(root)) {
+        return { state: 'retired' as const, tree, proof: tree.proof(leafIndex, store.treeFile(root)) };
       }
       // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
       return { state: 'planned' as const, tree };

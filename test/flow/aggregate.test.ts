@@ -37,7 +37,7 @@ import { receiptsByDigest } from '../../src/core/evidence.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { holdLock, lockText } from '../../src/store/lock.js';
 import { Bed } from '../helpers/bed.js';
-import { storePaths } from '../helpers/store.js';
+import { pendingHashes, storePaths } from '../helpers/store.js';
 import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
 import { sampleRecord } from '../helpers/fixtures.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
@@ -893,6 +893,84 @@ describe('switching between --aggregate and per-document registration never pays
     });
     expect(refused.code, describeRun(refused)).toBe(4);
     expect(refused.stderr).not.toContain('may have been registered');
+  });
+
+  it('a root dropped by hand after its answer was lost: its documents one by one ask about it, and pay nothing twice (r103)', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'dropped-root-')) };
+    const [a, b, c] = await writeDocs('dropped-root', 'root dropped by hand', ['a', 'b', 'c']);
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const lost = await bed.main(['register', '--aggregate', a!, b!, c!, '--json'], { env });
+    expect(lost.code, describeRun(lost)).toBe(4);
+    const [root] = pendingHashes(env.NOTARIZE_CONFIG_DIR, bed.url);
+    expect((await bed.main(['pending', 'drop', root!], { env })).code).toBe(0);
+    const mark = bed.mark();
+    const alone = await bed.main(['register', a!, b!, '--json'], { env });
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(parseResults(alone.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', root],
+      ['already-registered', root],
+    ]);
+    // One question about the root (a 409: the service has it), and no forfait: nothing paid again.
+    const calls = bed.callsSince(mark).filter((call) => call.route !== 'login');
+    expect(calls.map((call) => [call.route, call.status])).toEqual([['request', 409]]);
+    expect(calls[0]!.body).toContain(root);
+    // A root the service never completed (--no-complete, then dropped): asked about, then the document paid alone.
+    const env2 = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'dropped-root-unpaid-')) };
+    const [d, e] = await writeDocs('dropped-root-unpaid', 'root dropped unpaid', ['d', 'e']);
+    expect((await bed.main(['register', '--aggregate', d!, e!, '--no-complete'], { env: env2 })).code).toBe(0);
+    const [unpaid] = pendingHashes(env2.NOTARIZE_CONFIG_DIR, bed.url);
+    expect((await bed.main(['pending', 'drop', unpaid!], { env: env2 })).code).toBe(0);
+    const mark2 = bed.mark();
+    const paid = await bed.main(['register', d!, '--output', 'ndjson'], { env: env2 });
+    expect(paid.code, describeRun(paid)).toBe(0);
+    expect(parseNdjson(paid.stdout)).toMatchObject([{ status: 'registered' }]);
+    expect(parseNdjson(paid.stdout)[0]!.proof).toBeUndefined();
+    const routes = bed.callsSince(mark2).filter((call) => call.route !== 'login');
+    expect(routes.map((call) => [call.route, call.status])).toEqual([
+      ['request', 200],
+      ['request', 200],
+      ['forfait', 200],
+    ]);
+    expect(routes[0]!.body).toContain(unpaid);
+  });
+
+  it("a document's own session dropped by hand after its answer was lost: --aggregate asks, and pays nothing twice (r103)", async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'dropped-own-')) };
+    const [a, b, c] = await writeDocs('dropped-own', 'own session dropped', ['a', 'b', 'c']);
+    const [ha, hb, hc] = [a!, b!, c!].map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    expect((await bed.main(['register', a!], { env })).code).toBe(4);
+    // c's session never went to a completion: dropped, the service does not have it.
+    expect((await bed.main(['register', c!, '--no-complete'], { env })).code).toBe(0);
+    for (const hash of [ha, hc]) expect((await bed.main(['pending', 'drop', hash!], { env })).code).toBe(0);
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', a!, b!, c!, '--json'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseResults(run.stdout);
+    const root = results[1]!.proof?.root;
+    expect(results.map((r) => [r.hash, r.status, r.proof?.root])).toEqual([
+      [ha, 'already-registered', undefined],
+      [hb, 'registered', root],
+      [hc, 'registered', root],
+    ]);
+    expect(results[1]!.proof?.treeSize).toBe(2);
+    // a and c asked about (409, then a session never kept), then one root paid: no forfait for a alone.
+    const calls = bed.callsSince(mark).filter((call) => call.route !== 'login');
+    expect(calls.map((call) => [call.route, call.status])).toEqual([
+      ['request', 409],
+      ['request', 200],
+      ['request', 200],
+      ['forfait', 200],
+    ]);
+    expect(
+      [ha, hc, root, root].map((hash, i) => calls[i]!.body.includes(hash!) || calls[i]!.path.includes(hash!)),
+    ).toEqual([true, true, true, true]);
+    // The 409 is kept: a run again sends nothing.
+    const again = bed.mark();
+    const rerun = await bed.main(['register', '--aggregate', a!, b!, c!, '--json'], { env });
+    expect(rerun.code, describeRun(rerun)).toBe(0);
+    expect(countStatuses(parseResults(rerun.stdout))).toEqual({ 'already-registered': 3 });
+    expect(bed.callsSince(again).filter((call) => call.route !== 'login')).toEqual([]);
   });
 
   it('a fresh store registering documents one by one finds their root in a manifest when the aggregate wrote no receipts', async () => {
