@@ -22711,8 +22711,8 @@ async function* withoutOutputs(items, skip, io, inReceiptDir, passedOver) {
 		passedOver.count++;
 		if (passed.length <= MANY_INSIDE) passed.push(path);
 	}
-	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r fails on those of no document it checks: --exclude them)`);
-	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (not registered; verify -r fails on one of no document it checks: --exclude it)`);
+	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r calls unknown those it does not look for: give a receipts folder as --receipt-dir, or --exclude them; each result's reason says more)`);
+	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (not registered; verify -r calls unknown one it does not look for: give its folder as --receipt-dir, or --exclude it)`);
 	if (documents === 0 && passed.length > 0) throw onlyOutputsFound();
 }
 function receiptSubject(item) {
@@ -22809,8 +22809,8 @@ var init_register_inputs = __esmMin((() => {
 	});
 	MANY_INSIDE = 3;
 	OUTPUT_REASON = {
-		receipt: "a notarize receipt, found by a walk: not registered (verify -r passes over only the receipts of the documents it checks: --exclude any other)",
-		manifest: "a notarize tree manifest, found by a walk: not registered (verify -r passes over only the manifests of the roots it checks: --exclude any other)"
+		receipt: "a notarize receipt, found by a walk: not registered (verify -r passes over a receipt only where it looks for the receipt of a document it checks: beside it, or in the --receipt-dir given; give its folder as --receipt-dir, or --exclude it)",
+		manifest: "a notarize tree manifest, found by a walk: not registered (verify -r passes over a manifest only when a document it checks is under its root: else --exclude it)"
 	};
 	STDIN_TWICE = "'-' cannot be both a document and --description-file";
 }));

@@ -161,13 +161,15 @@ const MANY_INSIDE = 3;
 
 /**
  * Not "name it to register it": a receipt of no document of the walk is `unknown` to verify -r
- * whether registered or not (r100: registering it paid, and verify still failed on it).
+ * whether registered or not (r100: registering it paid, and verify still failed on it). Nor "of
+ * a document it checks": verify passes over a receipt only where it looks for one (r102: an
+ * older receipts folder of the very documents walked was `unknown`), verify-outputs.ts.
  */
 const OUTPUT_REASON = {
   receipt:
-    'a notarize receipt, found by a walk: not registered (verify -r passes over only the receipts of the documents it checks: --exclude any other)',
+    'a notarize receipt, found by a walk: not registered (verify -r passes over a receipt only where it looks for the receipt of a document it checks: beside it, or in the --receipt-dir given; give its folder as --receipt-dir, or --exclude it)',
   manifest:
-    'a notarize tree manifest, found by a walk: not registered (verify -r passes over only the manifests of the roots it checks: --exclude any other)',
+    'a notarize tree manifest, found by a walk: not registered (verify -r passes over a manifest only when a document it checks is under its root: else --exclude it)',
 };
 
 /**
@@ -204,12 +206,12 @@ async function* withoutOutputs(
   }
   if (passed.length > MANY_INSIDE) {
     io.warn(
-      `skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r fails on those of no document it checks: --exclude them)`,
+      `skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r calls unknown those it does not look for: give a receipts folder as --receipt-dir, or --exclude them; each result's reason says more)`,
     );
   } else {
     for (const path of passed)
       io.warn(
-        `skipped ${path}: a receipt or tree manifest (not registered; verify -r fails on one of no document it checks: --exclude it)`,
+        `skipped ${path}: a receipt or tree manifest (not registered; verify -r calls unknown one it does not look for: give its folder as --receipt-dir, or --exclude it)`,
       );
   }
   // (Files inside --receipt-dir count here: the check below says when they are all there is.)

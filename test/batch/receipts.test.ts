@@ -268,7 +268,7 @@ describe('register -r over receipts and tree manifests outside --receipt-dir (r9
     ).toEqual(outputs.sort());
     for (const r of results.filter((r) => r.status === 'skipped'))
       expect(r.reason).toMatch(
-        /^a notarize (receipt|tree manifest), found by a walk: not registered \(verify -r passes over only .*--exclude any other\)$/,
+        /^a notarize (receipt|tree manifest), found by a walk: not registered \(verify -r passes over a (receipt|manifest) only .*--exclude it\)$/,
       );
     expect(
       results
@@ -304,6 +304,27 @@ describe('register -r over receipts and tree manifests outside --receipt-dir (r9
       'nothing to register: every file named or found is inside --receipt-dir, or is a receipt or tree manifest found by a walk',
     );
     expect(bed.callsSince(before)).toEqual([]);
+  });
+});
+
+describe('register -r over an older receipts folder of the same documents (r102)', () => {
+  it('the reason says what verify -r needs to pass them over, and that advice works: the folder as --receipt-dir', async () => {
+    await bed.write('v/a.txt', 'v a\n');
+    await bed.write('v/b.txt', 'v b\n');
+    const receipts = bed.path('v/receipts');
+    expect((await bed.main(['register', '-r', bed.path('v'), '--receipt-dir', receipts, '--quiet'])).code).toBe(0);
+    const again = await bed.main(['register', '-r', bed.path('v'), '--json']);
+    expect(again.code, describeRun(again)).toBe(0);
+    const skipped = parseResults(again.stdout).filter((r) => r.status === 'skipped');
+    expect(skipped).toHaveLength(2);
+    for (const r of skipped)
+      expect(r.reason).toMatch(/in the --receipt-dir given; give its folder as --receipt-dir, or --exclude it\)$/);
+    // Those receipts are of documents verify checks, yet not where it looks: unknown, as the reason says.
+    const plain = await bed.main(['verify', '-r', bed.path('v'), '--json']);
+    expect(plain.code, describeRun(plain)).toBe(6);
+    expect(parseResults(plain.stdout).filter((r) => r.status === 'unknown')).toHaveLength(2);
+    const advised = await bed.main(['verify', '-r', bed.path('v'), '--receipt-dir', receipts, '--json']);
+    expect(advised.code, describeRun(advised)).toBe(0);
   });
 });
 
