@@ -28832,6 +28832,8 @@ var IO = class {
 	#spelledTraces = [];
 	#warnedShort = /* @__PURE__ */ new Set();
 	#progressShown = false;
+	/** Whether a secret was taken out of the data on stdout, said once (#redactData). */
+	#dataRedacted = false;
 	/** Set from a write stdout queued until it drains (or closes); resolved then. */
 	#draining;
 	/** Data lines taken by `dataSoon`, not written yet. */
@@ -28892,7 +28894,7 @@ var IO = class {
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {
-		this.#writeNow(this.redact(asLine(text)));
+		this.#writeNow(this.#redactData(asLine(text)));
 	}
 	/**
 	* Writes JSON data: exactly as given into a pipe or file; on a terminal,
@@ -28914,7 +28916,7 @@ var IO = class {
 	}
 	/** JSON text redacted and, on a terminal, shown safely; redacted first: a secret is searched for as it was. */
 	#jsonShown(text) {
-		const redacted = this.redact(text);
+		const redacted = this.#redactData(text);
 		return this.stdoutIsTTY ? jsonForTerminal(redacted) : redacted;
 	}
 	/**
@@ -28927,7 +28929,7 @@ var IO = class {
 	* everything still comes out in the order it was written.
 	*/
 	dataSoon(text) {
-		this.#queue(this.redact(asLine(text)));
+		this.#queue(this.#redactData(asLine(text)));
 	}
 	/** Queues text ready to write (see dataSoon). */
 	#queue(shown) {
@@ -28999,11 +29001,11 @@ var IO = class {
 		for (const line of lines) {
 			piece += `${line}\n`;
 			if (piece.length >= QUEUED_MAX_CHARS) {
-				this.#writeOut(this.redact(piece));
+				this.#writeOut(this.#redactData(piece));
 				piece = "";
 			}
 		}
-		if (piece !== "") this.#writeOut(this.redact(piece));
+		if (piece !== "") this.#writeOut(this.#redactData(piece));
 	}
 	/**
 	* Writes an array to stdout exactly as `data(stringifyExact(items, 2))`
@@ -29057,6 +29059,19 @@ var IO = class {
 	redact(text) {
 		const out = this.#redactPlain(text);
 		return out.includes("\\") ? out.replace(JSON_STRING, (token) => this.#redactJsonString(token)) : out;
+	}
+	/**
+	* `text`, data for stdout, redacted; the first time that takes a secret out,
+	* a warning says so (r101: a file named with the API key was printed by
+	* `hash` as `[redacted]`, silently, and `sha256sum -c` then failed on it).
+	*/
+	#redactData(text) {
+		const out = this.redact(text);
+		if (out !== text && !this.#dataRedacted) {
+			this.#dataRedacted = true;
+			this.warn(`a secret of yours (the API key or a token) was in what notarize printed, in a file name or a text: it is printed as ${REDACTED}, so that line does not name its file exactly (rename the file)`);
+		}
+		return out;
 	}
 	#redactPlain(text) {
 		let out = replaceSecrets(text, this.#longestFirst);

@@ -116,6 +116,8 @@ export class IO {
   readonly #spelledTraces: KeyTrace[] = [];
   readonly #warnedShort = new Set<string>();
   #progressShown = false;
+  /** Whether a secret was taken out of the data on stdout, said once (#redactData). */
+  #dataRedacted = false;
   /** Set from a write stdout queued until it drains (or closes); resolved then. */
   #draining: Promise<void> | undefined;
   /** Data lines taken by `dataSoon`, not written yet. */
@@ -186,7 +188,7 @@ export class IO {
 
   /** Writes data (the command's result) to stdout. */
   data(text: string): void {
-    this.#writeNow(this.redact(asLine(text)));
+    this.#writeNow(this.#redactData(asLine(text)));
   }
 
   /**
@@ -212,7 +214,7 @@ export class IO {
 
   /** JSON text redacted and, on a terminal, shown safely; redacted first: a secret is searched for as it was. */
   #jsonShown(text: string): string {
-    const redacted = this.redact(text);
+    const redacted = this.#redactData(text);
     return this.stdoutIsTTY ? jsonForTerminal(redacted) : redacted;
   }
 
@@ -226,7 +228,7 @@ export class IO {
    * everything still comes out in the order it was written.
    */
   dataSoon(text: string): void {
-    this.#queue(this.redact(asLine(text)));
+    this.#queue(this.#redactData(asLine(text)));
   }
 
   /** Queues text ready to write (see dataSoon). */
@@ -306,11 +308,11 @@ export class IO {
     for (const line of lines) {
       piece += `${line}\n`;
       if (piece.length >= QUEUED_MAX_CHARS) {
-        this.#writeOut(this.redact(piece));
+        this.#writeOut(this.#redactData(piece));
         piece = '';
       }
     }
-    if (piece !== '') this.#writeOut(this.redact(piece));
+    if (piece !== '') this.#writeOut(this.#redactData(piece));
   }
 
   /**
@@ -377,6 +379,23 @@ export class IO {
     // A JSON string can spell a secret with escapes the service chose (`\/`, `\u00e9`), which no search
     // of the text finds: such a string is read, searched as it reads, and written anew without it.
     return out.includes('\\') ? out.replace(JSON_STRING, (token) => this.#redactJsonString(token)) : out;
+  }
+
+  /**
+   * `text`, data for stdout, redacted; the first time that takes a secret out,
+   * a warning says so (r101: a file named with the API key was printed by
+   * `hash` as `[redacted]`, silently, and `sha256sum -c` then failed on it).
+   */
+  #redactData(text: string): string {
+    const out = this.redact(text);
+    if (out !== text && !this.#dataRedacted) {
+      this.#dataRedacted = true;
+      this.warn(
+        `a secret of yours (the API key or a token) was in what notarize printed, in a file name or a text: ` +
+          `it is printed as ${REDACTED}, so that line does not name its file exactly (rename the file)`,
+      );
+    }
+    return out;
   }
 
   #redactPlain(text: string): string {

@@ -240,3 +240,19 @@ describe('the HTTP choke point never takes a local argument error for a network 
     expect(loginResponseSchema.safeParse({ token: 'eyJ.eyJ.sïg' }).success).toBe(false);
   });
 });
+
+describe('a file named with a secret', () => {
+  it('hash prints it redacted, and says so once: that line does not name its file exactly (r101)', async () => {
+    const key = bed.sandbox.apiKey;
+    const named = await bed.file(`${key}.txt`, 'named with the key\n');
+    const other = await bed.file(`more-${key}.txt`, 'also named with the key\n');
+    const run = await bed.main(['hash', named, other], { env: bed.withKey() });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout + run.stderr).not.toContain(key);
+    expect(run.stdout).toContain(`${sha256('named with the key\n')}  `);
+    expect(run.stdout.match(/\[redacted\]\.txt/g)).toHaveLength(2);
+    expect(
+      run.stderr.match(/warning: a secret of yours \(the API key or a token\) was in what notarize printed/g),
+    ).toHaveLength(1);
+  });
+});

@@ -135,9 +135,13 @@ describe('IO.addSecret', () => {
     expect(all).not.toContain(TOKEN);
     expect(all).not.toContain(API_KEY);
     expect(stdout()).toBe('token=[redacted] again [redacted]\n');
+    // The data's secret taken out is said once, on stderr (r101: `hash` of a file named with the key).
     expect(stderr()).toBe(
-      'key [redacted]\nwarning: bearer [redacted]\nfailed with [redacted]\n[notarize] Authorization: Bearer [redacted]\n',
+      'warning: a secret of yours (the API key or a token) was in what notarize printed, in a file name or a text: it is printed as [redacted], so that line does not name its file exactly (rename the file)\n' +
+        'key [redacted]\nwarning: bearer [redacted]\nfailed with [redacted]\n[notarize] Authorization: Bearer [redacted]\n',
     );
+    io.data(`once more ${TOKEN}`);
+    expect(stderr().match(/a secret of yours/g)).toHaveLength(1);
   });
 
   it('scrubs a key as a URL spells it (%2F, %2f), and warns once of a named secret too short to be told from text', () => {
