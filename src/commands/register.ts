@@ -136,7 +136,10 @@ export function configure(command: Command, context: () => Context): void {
     .option('--aggregate', 'register all the documents as one: the root of a Merkle tree over them (see below)')
     .addHelpText(
       'after',
-      `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
+      `\nThe file's bytes never leave this machine: what is sent is its SHA-256 digest and the
+description (by default the file's name); with --custody also the file metadata (name,
+MIME type guessed from the name, size, modification time, the session's userId, and
+--wallet-name). The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof; one under
