@@ -15793,6 +15793,8 @@ var init_results = __esmMin((() => {
 		#skipped = [];
 		/** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
 		#counts = /* @__PURE__ */ new Map();
+		/** The paths skipped while walking that were streamed, not kept: still in the summary (skip). */
+		#skippedStreamed = 0;
 		constructor(options = {}) {
 			this.keep = options.keep ?? "whole";
 			this.#onResult = options.onResult;
@@ -15825,11 +15827,14 @@ var init_results = __esmMin((() => {
 		}
 		/**
 		* Takes a path passed over while walking: streamed as met, else listed
-		* after the items. (A streamed one is not counted in the summary.)
+		* after the items; in the summary either way (r101: NDJSON printed two
+		* results, the summary said "1 item"), never in `counts`.
 		*/
 		skip(result) {
-			if (this.#onResult) this.#onResult(result);
-			else this.#skipped.push(result);
+			if (this.#onResult) {
+				this.#onResult(result);
+				this.#skippedStreamed++;
+			} else this.#skipped.push(result);
 		}
 		/** How many items settled with each status (the paths skipped while walking are not items). */
 		get counts() {
@@ -15849,7 +15854,8 @@ var init_results = __esmMin((() => {
 		* with nothing pending).
 		*/
 		summary() {
-			const counts = this.keep === "none" ? this.#counts : countStatuses(this.list());
+			const counts = new Map(this.keep === "none" ? this.#counts : countStatuses(this.list()));
+			if (this.#skippedStreamed > 0) counts.set("skipped", (counts.get("skipped") ?? 0) + this.#skippedStreamed);
 			let total = 0;
 			for (const n of counts.values()) total += n;
 			if (total === 0) return "0 items";

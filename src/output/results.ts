@@ -234,6 +234,8 @@ export class ItemResults {
   readonly #skipped: ItemResult[] = [];
   /** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
   readonly #counts = new Map<ItemStatus, number>();
+  /** The paths skipped while walking that were streamed, not kept: still in the summary (skip). */
+  #skippedStreamed = 0;
 
   constructor(options: ItemResultsOptions = {}) {
     this.keep = options.keep ?? 'whole';
@@ -272,11 +274,14 @@ export class ItemResults {
 
   /**
    * Takes a path passed over while walking: streamed as met, else listed
-   * after the items. (A streamed one is not counted in the summary.)
+   * after the items; in the summary either way (r101: NDJSON printed two
+   * results, the summary said "1 item"), never in `counts`.
    */
   skip(result: ItemResult): void {
-    if (this.#onResult) this.#onResult(result);
-    else this.#skipped.push(result);
+    if (this.#onResult) {
+      this.#onResult(result);
+      this.#skippedStreamed++;
+    } else this.#skipped.push(result);
   }
 
   /** How many items settled with each status (the paths skipped while walking are not items). */
@@ -300,7 +305,8 @@ export class ItemResults {
    * with nothing pending).
    */
   summary(): string {
-    const counts = this.keep === 'none' ? this.#counts : countStatuses(this.list());
+    const counts = new Map(this.keep === 'none' ? this.#counts : countStatuses(this.list()));
+    if (this.#skippedStreamed > 0) counts.set('skipped', (counts.get('skipped') ?? 0) + this.#skippedStreamed);
     let total = 0;
     for (const n of counts.values()) total += n;
     if (total === 0) return '0 items';

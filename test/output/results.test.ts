@@ -143,7 +143,12 @@ describe('ItemResults', () => {
     expect(items.streams).toBe(true);
     expect(streamed.map((r) => r.file)).toEqual(['c', 'link', 'a', 'b']);
     expect(items.list()).toEqual([]);
-    expect(items.summary()).toBe('3 items: 2 registered, 1 failed');
+    // The path skipped was printed, so the summary counts it, as a table's does (r101: "1 item" under two lines).
+    expect(items.summary()).toBe('4 items: 2 registered, 1 failed, 1 skipped');
+    expect([...items.counts]).toEqual([
+      ['registered', 2],
+      ['failed', 1],
+    ]);
   });
 
   it('one item: the summary says "item"', () => {
