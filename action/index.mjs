@@ -19151,11 +19151,16 @@ async function registerRoot(deps, tree, flags) {
 		await deps.beforeRequest?.(hash);
 	};
 	try {
+		const lockTiming = {
+			...deps.lockTiming,
+			doing: `is registering the Merkle root ${root}`
+		};
 		return {
 			ok: true,
 			outcome: await register({
 				...deps,
-				beforeRequest
+				beforeRequest,
+				lockTiming
 			}, {
 				hash: root,
 				description: tree.entry.description,
@@ -19539,6 +19544,8 @@ var init_register_roots = __esmMin((() => {
 		#deps;
 		/** The trees of this store as they are now, read when a document first needs them (#underRoot). */
 		#treesNow;
+		/** The roots whose 409 this run kept (#keep409). */
+		#kept409 = /* @__PURE__ */ new Set();
 		/** The hashes with a retired session (#retiredRoots). */
 		#retired;
 		/** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
@@ -19617,7 +19624,10 @@ var init_register_roots = __esmMin((() => {
 				const root = leaf.tree.entry.root;
 				const said = await this.#ask(root, leaf.tree.entry.treeSize, "its tree in this store, the root's session retired (`notarize pending drop`)");
 				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return this.#under(hash, leaf.proof, said);
+				if (said.kind === "has") {
+					await this.#keep409(root, said.message);
+					return this.#under(hash, leaf.proof, said);
+				}
 			}
 			if (leaf?.state === "planned") await this.#tidy(leaf.tree);
 			return this.#underEarlierRoot(hash, index);
@@ -19775,6 +19785,13 @@ var init_register_roots = __esmMin((() => {
 			this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
 		}
 		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+		/** Keeps, once per root and run, that the service answered 409 for `root` (keepAnswered409); the disk refusing is no failure. */
+		async #keep409(root, message) {
+			if (this.#kept409.has(root)) return;
+			this.#kept409.add(root);
+			const reason = [REQUEST_ANSWERED_409, message].join(": ");
+			await this.#deps.store.keepAnswered409(root, reason, /* @__PURE__ */ new Date()).catch(() => void 0);
+		}
 		/** The hashes with a session in the store's retired/ folder, read once per run (only for a planned tree's document). */
 		#retiredRoots() {
 			this.#retired ??= this.#deps.store.retirements().then((reasons) => new Set(reasons.keys()));
@@ -19860,7 +19877,14 @@ var init_register_roots = __esmMin((() => {
 				const root = tree.entry.root;
 				if (!waited) {
 					const held = existsSync(store.lockFile(root));
-					if (held) await locked(this.#deps, root, async () => {});
+					const doing = `is registering the Merkle root ${root}, whose tree holds ${hash}`;
+					if (held) await locked({
+						...this.#deps,
+						lockTiming: {
+							...this.#deps.lockTiming,
+							doing
+						}
+					}, root, async () => {});
 					const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
 					if (held || moved || !this.#plannedReread.has(root)) {
 						this.#plannedReread.add(root);
@@ -22717,8 +22741,8 @@ async function* withoutOutputs(items, skip, io, inReceiptDir, passedOver) {
 		passedOver.count++;
 		if (passed.length <= MANY_INSIDE) passed.push(path);
 	}
-	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r calls unknown those it does not look for: give a receipts folder as --receipt-dir, or --exclude them; each result's reason says more)`);
-	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (not registered; verify -r calls unknown one it does not look for: give its folder as --receipt-dir, or --exclude it)`);
+	if (passed.length > MANY_INSIDE) io.warn(`skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r calls unknown those it does not look for: a folder of receipts of the documents walked can be its --receipt-dir, the others --exclude; each result's reason says more)`);
+	else for (const path of passed) io.warn(`skipped ${path}: a receipt or tree manifest (not registered; verify -r calls unknown one it does not look for: its folder, if it holds receipts of the documents walked, can be the --receipt-dir, else --exclude it)`);
 	if (documents === 0 && passed.length > 0) throw onlyOutputsFound();
 }
 function receiptSubject(item) {
@@ -22815,7 +22839,7 @@ var init_register_inputs = __esmMin((() => {
 	});
 	MANY_INSIDE = 3;
 	OUTPUT_REASON = {
-		receipt: "a notarize receipt, found by a walk: not registered (verify -r passes over a receipt only where it looks for the receipt of a document it checks: beside it, or in the --receipt-dir given; give its folder as --receipt-dir, or --exclude it)",
+		receipt: "a notarize receipt, found by a walk: not registered (verify -r passes over a receipt only where it looks for the receipt of a document it checks: beside it, or in the --receipt-dir given; a folder of receipts of the documents walked can be that --receipt-dir, any other receipt: --exclude it)",
 		manifest: "a notarize tree manifest, found by a walk: not registered (verify -r passes over a manifest only when a document it checks is under its root: else --exclude it)"
 	};
 	STDIN_TWICE = "'-' cannot be both a document and --description-file";
@@ -23050,14 +23074,15 @@ var init_register_aggregate = __esmMin((() => {
 		* suggests), those the service does not have: maybe their completion was
 		* sent before and its answer lost (r103: planted in a new tree, paid for
 		* twice). Each is asked about as a receipt's is (#registeredAlone): a 409
-		* makes it already-registered on its own, no record (`unrecorded` gets it
+		* makes it already-registered on its own, no record (a warning names it
 		* when no receipt is there to answer for it, and the 409 is kept: the
 		* next run sends nothing); a failed ask fails it. One under a tree of
 		* this store not only planned is its root's, as any document's.
 		*/
-		async #droppedAlone(dropped, unrecorded) {
+		async #droppedAlone(dropped) {
 			if (dropped.length === 0) return [];
 			const free = [];
+			const unrecorded = [];
 			const trees = await Trees.load(this.#store, { holding: new Set(dropped.map((doc) => doc.sha256)) });
 			for (const doc of dropped) {
 				const placed = trees.place(doc.sha256);
@@ -23100,6 +23125,10 @@ var init_register_aggregate = __esmMin((() => {
 				};
 				const receipt = receiptDetails(kept?.kind === "kept" ? kept.path : void 0, void 0);
 				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receipt));
+			}
+			if (unrecorded.length > 0) {
+				const one = unrecorded.length === 1;
+				this.#options.io.warn(`no receipt written for ${someDocuments(unrecorded.length, unrecorded[0])}: asked about now (${one ? "its" : "their"} own session${one ? " was" : "s were"} dropped), the service answered 409, and this store has no record to write one from`);
 			}
 			return free;
 		}
@@ -23443,7 +23472,7 @@ var init_register_aggregate = __esmMin((() => {
 				return !(placed.tree.state === "planned" && inFlightSet.has(doc) && !this.#store.hasLock(placed.tree.entry.root));
 			}));
 			const alone = ownWay.filter((doc) => !underRoot.has(doc));
-			for (const doc of await this.#droppedAlone(dropped, unrecorded)) rest.push(doc);
+			for (const doc of await this.#droppedAlone(dropped)) rest.push(doc);
 			for (const doc of underRoot) rest.push(doc);
 			rest.sort((a, b) => a.index - b.index);
 			this.#rootedSessions = sessions.filter((doc) => underRoot.has(doc));

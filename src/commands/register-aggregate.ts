@@ -300,14 +300,15 @@ export class Aggregator {
    * suggests), those the service does not have: maybe their completion was
    * sent before and its answer lost (r103: planted in a new tree, paid for
    * twice). Each is asked about as a receipt's is (#registeredAlone): a 409
-   * makes it already-registered on its own, no record (`unrecorded` gets it
+   * makes it already-registered on its own, no record (a warning names it
    * when no receipt is there to answer for it, and the 409 is kept: the
    * next run sends nothing); a failed ask fails it. One under a tree of
    * this store not only planned is its root's, as any document's.
    */
-  async #droppedAlone(dropped: readonly Hashed[], unrecorded: string[]): Promise<Hashed[]> {
+  async #droppedAlone(dropped: readonly Hashed[]): Promise<Hashed[]> {
     if (dropped.length === 0) return [];
     const free: Hashed[] = [];
+    const unrecorded: string[] = [];
     const trees = await Trees.load(this.#store, { holding: new Set(dropped.map((doc) => doc.sha256)) });
     for (const doc of dropped) {
       // Under a tree of this store paid for or pending, its root answers for it (placeDocuments); a tree that
@@ -344,6 +345,14 @@ export class Aggregator {
       const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry: undefined, service };
       const receipt = receiptDetails(kept?.kind === 'kept' ? kept.path : undefined, undefined);
       this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receipt));
+    }
+    if (unrecorded.length > 0) {
+      // Not "answered 409 before ... nothing sent" (r104): this run asked.
+      const one = unrecorded.length === 1;
+      this.#options.io.warn(
+        `no receipt written for ${someDocuments(unrecorded.length, unrecorded[0]!)}: asked about now (${one ? 'its' : 'their'} ` +
+          `own session${one ? ' was' : 's were'} dropped), the service answered 409, and this store has no record to write one from`,
+      );
     }
     return free;
   }
@@ -755,7 +764,7 @@ export class Aggregator {
       }),
     );
     const alone = ownWay.filter((doc) => !underRoot.has(doc));
-    for (const doc of await this.#droppedAlone(dropped, unrecorded)) rest.push(doc);
+    for (const doc of await this.#droppedAlone(dropped)) rest.push(doc);
     // A loop, not a spread: a re-run over 200,000 documents under roots is past V8's argument limit.
     for (const doc of underRoot) rest.push(doc);
     rest.sort((a, b) => a.index - b.index);

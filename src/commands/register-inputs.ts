@@ -167,7 +167,7 @@ const MANY_INSIDE = 3;
  */
 const OUTPUT_REASON = {
   receipt:
-    'a notarize receipt, found by a walk: not registered (verify -r passes over a receipt only where it looks for the receipt of a document it checks: beside it, or in the --receipt-dir given; give its folder as --receipt-dir, or --exclude it)',
+    'a notarize receipt, found by a walk: not registered (verify -r passes over a receipt only where it looks for the receipt of a document it checks: beside it, or in the --receipt-dir given; a folder of receipts of the documents walked can be that --receipt-dir, any other receipt: --exclude it)',
   manifest:
     'a notarize tree manifest, found by a walk: not registered (verify -r passes over a manifest only when a document it checks is under its root: else --exclude it)',
 };
@@ -206,12 +206,12 @@ async function* withoutOutputs(
   }
   if (passed.length > MANY_INSIDE) {
     io.warn(
-      `skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r calls unknown those it does not look for: give a receipts folder as --receipt-dir, or --exclude them; each result's reason says more)`,
+      `skipped ${passed[0]} and other receipts or tree manifests a walk found: outputs are not registered (verify -r calls unknown those it does not look for: a folder of receipts of the documents walked can be its --receipt-dir, the others --exclude; each result's reason says more)`,
     );
   } else {
     for (const path of passed)
       io.warn(
-        `skipped ${path}: a receipt or tree manifest (not registered; verify -r calls unknown one it does not look for: give its folder as --receipt-dir, or --exclude it)`,
+        `skipped ${path}: a receipt or tree manifest (not registered; verify -r calls unknown one it does not look for: its folder, if it holds receipts of the documents walked, can be the --receipt-dir, else --exclude it)`,
       );
   }
   // (Files inside --receipt-dir count here: the check below says when they are all there is.)

@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import { completionUnread, finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot, ManifestIndex, RootAsks } from '../core/manifests.js';
-import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
+import { locked, REQUEST_ANSWERED_409, type FlowDeps, type Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../core/receipts.js';
@@ -52,6 +52,8 @@ export class DocumentRoots {
   readonly #deps: Pick<FlowDeps, 'api' | 'store' | 'lockTiming'>;
   /** The trees of this store as they are now, read when a document first needs them (#underRoot). */
   readonly #treesNow: TreesNow;
+  /** The roots whose 409 this run kept (#keep409). */
+  readonly #kept409 = new Set<string>();
   /** The hashes with a retired session (#retiredRoots). */
   #retired: Promise<ReadonlySet<string>> | undefined;
   /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
@@ -140,7 +142,11 @@ export class DocumentRoots {
       const source = "its tree in this store, the root's session retired (`notarize pending drop`)";
       const said = await this.#ask(root, leaf.tree.entry.treeSize, source);
       if (said.kind === 'failed') throw said.error;
-      if (said.kind === 'has') return this.#under(hash, leaf.proof, said);
+      if (said.kind === 'has') {
+        // Kept as a 409 to a request step is (the root `confirmed` from then on): later runs send nothing.
+        await this.#keep409(root, said.message);
+        return this.#under(hash, leaf.proof, said);
+      }
     }
     if (leaf?.state === 'planned') await this.#tidy(leaf.tree);
     return this.#underEarlierRoot(hash, index);
@@ -316,6 +322,14 @@ export class DocumentRoots {
   }
 
   /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+  /** Keeps, once per root and run, that the service answered 409 for `root` (keepAnswered409); the disk refusing is no failure. */
+  async #keep409(root: string, message: string | undefined): Promise<void> {
+    if (this.#kept409.has(root)) return;
+    this.#kept409.add(root);
+    const reason = [REQUEST_ANSWERED_409, message].join(': ');
+    await this.#deps.store.keepAnswered409(root, reason, new Date()).catch(() => undefined);
+  }
+
   /** The hashes with a session in the store's retired/ folder, read once per run (only for a planned tree's document). */
   #retiredRoots(): Promise<ReadonlySet<string>> {
     this.#retired ??= this.#deps.store.retirements().then((reasons) => new Set(reasons.keys()));
@@ -414,7 +428,9 @@ export class DocumentRoots {
       const root = tree.entry.root;
       if (!waited) {
         const held = existsSync(store.lockFile(root));
-        if (held) await locked(this.#deps, root, async () => {});
+        const doing = `is registering the Merkle root ${root}, whose tree holds ${hash}`;
+        if (held)
+          await locked({ ...this.#deps, lockTiming: { ...this.#deps.lockTiming, doing } }, root, async () => {});
         const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
         if (held || moved || !this.#plannedReread.has(root)) {
           this.#plannedReread.add(root);

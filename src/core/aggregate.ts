@@ -621,8 +621,10 @@ export async function registerRoot(
     await deps.beforeRequest?.(hash);
   };
   try {
+    // A wait for another run at work on the root says so, not "is working on <a digest never given>".
+    const lockTiming = { ...deps.lockTiming, doing: `is registering the Merkle root ${root}` };
     const outcome = await register(
-      { ...deps, beforeRequest },
+      { ...deps, beforeRequest, lockTiming },
       {
         hash: root,
         // A pending root's session keeps its own (asRequested); only a new request step sends this.

@@ -38,7 +38,7 @@ import { parseFaults } from '../../src/sandbox/server.js';
 import { holdLock, lockText } from '../../src/store/lock.js';
 import { Bed } from '../helpers/bed.js';
 import { pendingHashes, storePaths } from '../helpers/store.js';
-import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
+import { describeRun, REPO_ROOT, runProcess, spawnCli, type Run } from '../helpers/cli.js';
 import { sampleRecord } from '../helpers/fixtures.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 import { countStatuses, jsonError, parseNdjson, parseResults } from '../helpers/results.js';
@@ -914,6 +914,15 @@ describe('switching between --aggregate and per-document registration never pays
     const calls = bed.callsSince(mark).filter((call) => call.route !== 'login');
     expect(calls.map((call) => [call.route, call.status])).toEqual([['request', 409]]);
     expect(calls[0]!.body).toContain(root);
+    // That 409 is kept (r104: asked again on every run): the root is confirmed, nothing is sent again.
+    const again = bed.mark();
+    const rerun = await bed.main(['register', a!, c!, '--json'], { env });
+    expect(rerun.code, describeRun(rerun)).toBe(0);
+    expect(parseResults(rerun.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', root],
+      ['already-registered', root],
+    ]);
+    expect(bed.callsSince(again).filter((call) => call.route !== 'login')).toEqual([]);
     // A root the service never completed (--no-complete, then dropped): asked about, then the document paid alone.
     const env2 = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'dropped-root-unpaid-')) };
     const [d, e] = await writeDocs('dropped-root-unpaid', 'root dropped unpaid', ['d', 'e']);
@@ -944,8 +953,13 @@ describe('switching between --aggregate and per-document registration never pays
     expect((await bed.main(['register', c!, '--no-complete'], { env })).code).toBe(0);
     for (const hash of [ha, hc]) expect((await bed.main(['pending', 'drop', hash!], { env })).code).toBe(0);
     const mark = bed.mark();
-    const run = await bed.main(['register', '--aggregate', a!, b!, c!, '--json'], { env });
+    const receipts = bed.path('dropped-own-receipts');
+    const run = await bed.main(['register', '--aggregate', a!, b!, c!, '--receipt-dir', receipts, '--json'], { env });
     expect(run.code, describeRun(run)).toBe(0);
+    // a has no receipt there, nor a record here to write one from: said, as this run's own ask (r104).
+    expect(run.stderr).toContain(
+      `warning: no receipt written for ${ha}: asked about now (its own session was dropped), the service answered 409, and this store has no record to write one from`,
+    );
     const results = parseResults(run.stdout);
     const root = results[1]!.proof?.root;
     expect(results.map((r) => [r.hash, r.status, r.proof?.root])).toEqual([
@@ -967,7 +981,7 @@ describe('switching between --aggregate and per-document registration never pays
     ).toEqual([true, true, true, true]);
     // The 409 is kept: a run again sends nothing.
     const again = bed.mark();
-    const rerun = await bed.main(['register', '--aggregate', a!, b!, c!, '--json'], { env });
+    const rerun = await bed.main(['register', '--aggregate', a!, b!, c!, '--receipt-dir', receipts, '--json'], { env });
     expect(rerun.code, describeRun(rerun)).toBe(0);
     expect(countStatuses(parseResults(rerun.stdout))).toEqual({ 'already-registered': 3 });
     expect(bed.callsSince(again).filter((call) => call.route !== 'login')).toEqual([]);
@@ -1830,39 +1844,51 @@ describe('switching between --aggregate and per-document registration never pays
     expect(calls.filter((call) => call.body.includes(k) || call.path.includes(k))).toEqual([]);
   });
 
-  it('complete --all waiting on a root another process is registering says so, naming the root and the document (r102)', async () => {
-    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'complete-waits-')) };
-    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
-    const docs = await writeDocs('complete-waits', 'complete waits', ['a', 'b']);
-    const [a, b] = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex')) as [
-      string,
-      string,
-    ];
-    const own = await bed.main(['register', docs[0]!, '--no-complete', '--json'], { env });
-    expect(own.code, describeRun(own)).toBe(0);
-    // This test process plays an aggregate at work on a tree over a and b: planted, its root's lock held.
-    const store = new ServiceStore(paths.service, bed.url);
-    const tree = plantTree(
-      [a, b].map((sha256, i) => ({ name: `leaf-${i}`, sha256, size: 1 })),
-      undefined,
-      new Date(),
-    );
-    await store.saveTree(tree.entry);
-    const releaseRoot = await holdLock(store.lockFile(tree.entry.root), 0);
-    const completing = bed.run(['complete', '--all', '--json'], { env });
-    // Held past the notice (3 s), then let go with the root unregistered, as by a run that failed.
-    await new Promise((resolve) => setTimeout(resolve, 4000));
-    store.removeTree(tree.entry.root);
-    releaseRoot();
-    const run = await completing;
-    expect(run.code, describeRun(run)).toBe(0);
-    expect(run.stderr).toMatch(
-      new RegExp(
-        `another notarize process \\(pid ${process.pid}\\) is registering the Merkle root ${tree.entry.root}, whose tree holds ${a}: waiting for it, up to \\d+ s more`,
-      ),
-    );
-    expect(parseResults(run.stdout)).toMatchObject([{ hash: a, status: 'registered' }]);
-  });
+  it.each([
+    { command: 'complete --all', args: (): string[] => ['complete', '--all', '--json'], parse: parseResults },
+    {
+      command: 'register',
+      args: (doc: string): string[] => ['register', doc, '--output', 'ndjson'],
+      parse: parseNdjson,
+    },
+  ])(
+    '$command waiting on a root another process is registering says so, naming the root and the document (r102, r104)',
+    async ({ command, args, parse }) => {
+      const tag = command.replace(/\W+/g, '-');
+      const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, `${tag}-waits-`)) };
+      const docs = await writeDocs(`${tag}-waits`, `${command} waits`, ['a', 'b']);
+      const [a, b] = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex')) as [
+        string,
+        string,
+      ];
+      // complete --all: a has a session of its own, which a root planted over it would pay for twice.
+      if (command === 'complete --all') {
+        const own = await bed.main(['register', docs[0]!, '--no-complete', '--json'], { env });
+        expect(own.code, describeRun(own)).toBe(0);
+      }
+      // This test process plays an aggregate at work on a tree over a and b: planted, its root's lock held.
+      const store = new ServiceStore(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).service, bed.url);
+      const tree = plantTree(
+        [a, b].map((sha256, i) => ({ name: `leaf-${i}`, sha256, size: 1 })),
+        undefined,
+        new Date(),
+      );
+      await store.saveTree(tree.entry);
+      const releaseRoot = await holdLock(store.lockFile(tree.entry.root), 0);
+      // Held past the notice (3 s), then let go with the root unregistered, as by a run that failed.
+      const run = await releasedOnNotice(args(docs[0]!), env, () => {
+        store.removeTree(tree.entry.root);
+        releaseRoot();
+      });
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `another notarize process \\(pid ${process.pid}\\) is registering the Merkle root ${tree.entry.root}, whose tree holds ${a}: waiting for it, up to \\d+ s more`,
+        ),
+      );
+      expect(parse(run.stdout)).toMatchObject([{ hash: a, status: 'registered' }]);
+    },
+  );
 
   it('a document taken up by another process while the aggregate saves its tree is left out of it, and settled on its own', async () => {
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'taken-up-')) };
@@ -2634,6 +2660,26 @@ async function registerHeldRoot(store: ServiceStore, tree: LoadedTree, releaseRo
   } finally {
     releaseRoot();
   }
+}
+
+/**
+ * Runs the built bin with `args` while this process holds a lock it waits for, and calls `release`
+ * once its stderr shows the lock-wait notice (said after 3 s of waiting), or it ended, or after 30 s: a fixed
+ * sleep let a run started late on a loaded machine reach the wait too late to be told (CI, Node 24).
+ */
+async function releasedOnNotice(args: string[], env: Record<string, string>, release: () => void): Promise<Run> {
+  const spawned = spawnCli(args, bed.env(env), { cwd: bed.workDir });
+  let stderr = '';
+  let ended = false;
+  spawned.child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  void spawned.done.finally(() => (ended = true));
+  for (let i = 0; i < 600 && !ended && !stderr.includes('waiting for it, up to'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  release();
+  const run = await spawned.done;
+  bed.record(run);
+  return run;
 }
 
 async function writeDocs(folder: string, tag: string, names: string[]): Promise<string[]> {
