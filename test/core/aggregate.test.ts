@@ -9,7 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rootDescription, Trees } from '../../src/core/trees.js';
+import { plantTree, rootDescription, Trees } from '../../src/core/trees.js';
+import { registerRoot } from '../../src/core/aggregate.js';
 import { leafHash, rootFromPath } from '../../src/core/merkle.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { holdLock, lockText } from '../../src/store/lock.js';
@@ -244,5 +245,23 @@ describe('registerAggregate', () => {
 
   it('refuses an empty list', async () => {
     await rejectionOf(registerAggregate(deps(), input([])), RangeError);
+  });
+});
+
+describe('registerRoot', () => {
+  it("a wait for the root's lock names the root being registered, not a bare digest never given (r104)", async () => {
+    const told: string[] = [];
+    const onWaiting = (message: string): void => void told.push(message);
+    const deps = { ...aggregateDeps(bed), lockTiming: { noticeMs: 20, pollMs: 5, onWaiting } };
+    const tree = plantTree(docs('a root waited for'), undefined, new Date());
+    await deps.store.saveTree(tree.entry);
+    // Another run at work on the root (held here, in this process).
+    const release = await holdLock(deps.store.lockFile(tree.entry.root), 0);
+    const registering = registerRoot(deps, tree, { signed: false, blockchain: 'ALGORAND', complete: true });
+    for (let i = 0; i < 500 && told.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    release();
+    expect(await registering).toMatchObject({ ok: true });
+    expect(told).toHaveLength(1);
+    expect(told[0]).toContain(`is registering the Merkle root ${tree.entry.root} already`);
   });
 });
