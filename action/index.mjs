@@ -11100,7 +11100,8 @@ function readReceipt(saved) {
 		recordJson: memberText(text, "record"),
 		baseUrl,
 		proof,
-		registeredAt
+		registeredAt,
+		size: document.size
 	};
 }
 /** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
@@ -12474,12 +12475,44 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 	};
 	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
 		const receipt = await receiptAt(path, hash);
-		if (receipt?.baseUrl === baseUrl && answers(receipt, path)) return {
-			kind: "kept",
-			path
-		};
+		if (receipt?.baseUrl === baseUrl && answers(receipt, path)) {
+			if (there === void 0) return {
+				kind: "kept",
+				path: await copiedTo(plan, index, receipt) ?? path
+			};
+			return {
+				kind: "kept",
+				path
+			};
+		}
 	}
 	return there && otherThan(there, own, confirmed, baseUrl, refuted);
+}
+/**
+* Writes at document `index`'s place a receipt of it made from `found`, a v1
+* receipt of the same digest under another name (its record, service, date
+* and proof; this document's name), and returns its path; undefined when it
+* could not be written (the receipt under the other name still answers).
+*/
+async function copiedTo(plan, index, found) {
+	if (found.registeredAt === void 0 || found.baseUrl === void 0) return void 0;
+	try {
+		const text = receiptText({
+			document: {
+				name: plan.names[index] ?? null,
+				sha256: found.sha256,
+				size: found.size ?? null
+			},
+			recordJson: found.recordJson,
+			baseUrl: found.baseUrl,
+			registeredAt: found.registeredAt,
+			...found.proof ? { proof: found.proof } : {}
+		});
+		const written = await writeReceipt(plan, index, found.sha256, text, false);
+		return "path" in written ? written.path : void 0;
+	} catch {
+		return;
+	}
 }
 /**
 * What a run says of a receipt keptReceipt found `other` at the place of

@@ -163,6 +163,8 @@ export interface ConsistentReceipt {
   proof: InclusionProof | null;
   /** When the registration was completed, as a v1 receipt says; undefined for a bare record. */
   registeredAt?: string;
+  /** The document's size as a v1 receipt says (null: unknown); undefined for a bare record. */
+  size?: number | null;
 }
 
 /** A receipt that contradicts itself or cannot be read as one, and why. */
@@ -273,6 +275,7 @@ export function readReceipt(saved: string): ConsistentReceipt | InvalidReceipt {
     baseUrl,
     proof,
     registeredAt,
+    size: document.size,
   };
 }
 

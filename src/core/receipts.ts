@@ -41,7 +41,13 @@ import { parentAfterName, sameSpelling } from '../path-spelling.js';
 import { DirFlushes, myUid, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
 import { decodeJsonText } from './read-input.js';
-import { isCompletedRecord, readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
+import {
+  isCompletedRecord,
+  readReceipt,
+  receiptText,
+  type ConsistentReceipt,
+  type InclusionProof,
+} from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
 
@@ -543,12 +549,41 @@ export async function keptReceipt(
   // same folder, `-r dist` against `dist/sub/c.txt`, or a copy), of this service: verify finds those too.
   for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
     const receipt = await receiptAt(path, hash);
-    if (receipt?.baseUrl === baseUrl && answers(receipt, path)) return { kind: 'kept', path };
+    if (receipt?.baseUrl === baseUrl && answers(receipt, path)) {
+      // Its own place empty: the receipt is written there too, from that one's record (r105). Without it,
+      // `verify -r --receipt-dir` found no receipt under the document's name, and so took any registered
+      // bytes swapped in at that name for it (receipts moved aside by docs/ci.md's re-run step).
+      if (there === undefined) return { kind: 'kept', path: (await copiedTo(plan, index, receipt)) ?? path };
+      return { kind: 'kept', path };
+    }
   }
   // `refuted`: the service said in this run it does not have what it claims. It stands in the way of
   // nothing: a receipt of what was confirmed is written over it (writeReceipt) when a record is found
   // (r96: it was left, and verify over the folder went on saying verified); else it is said so.
   return there && otherThan(there, own, confirmed, baseUrl, refuted);
+}
+
+/**
+ * Writes at document `index`'s place a receipt of it made from `found`, a v1
+ * receipt of the same digest under another name (its record, service, date
+ * and proof; this document's name), and returns its path; undefined when it
+ * could not be written (the receipt under the other name still answers).
+ */
+async function copiedTo(plan: ReceiptPlan, index: number, found: ConsistentReceipt): Promise<string | undefined> {
+  if (found.registeredAt === undefined || found.baseUrl === undefined) return undefined;
+  try {
+    const text = receiptText({
+      document: { name: plan.names[index] ?? null, sha256: found.sha256, size: found.size ?? null },
+      recordJson: found.recordJson,
+      baseUrl: found.baseUrl,
+      registeredAt: found.registeredAt,
+      ...(found.proof ? { proof: found.proof } : {}),
+    });
+    const written = await writeReceipt(plan, index, found.sha256, text, false);
+    return 'path' in written ? written.path : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

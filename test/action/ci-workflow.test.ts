@@ -226,8 +226,20 @@ describe('docs/ci.md: the workflow', () => {
     const back = await runJob('build', { at: { ...run, attempt: 5 }, build: 'rerun' });
     expect(bed.calls('forfait')).toBe(paid + 2);
     expect(readFileSync(join(back.runner.workspace, 'registrations.ndjson'), 'utf8')).toContain('already-registered');
+    // Each artifact has its receipt under its own name again, made from the one moved aside (r105: with
+    // none, the release gate took any registered bytes at that name, another artifact's swapped in).
+    expect(existsSync(join(back.runner.workspace, 'receipts', 'app.tar.gz.notarization.json'))).toBe(true);
     const releaseBack = await runJob('release');
     expect(releaseBack.runs.at(-1)!.stderr).toContain('2 items: 2 verified');
+    const dist = join(releaseBack.runner.workspace, 'dist');
+    writeFileSync(join(dist, 'app.tar.gz'), readFileSync(join(dist, 'notes.txt')));
+    const swapped = await runProcess(
+      'bash',
+      ['-eo', 'pipefail', '-c', workflow.jobs.release!.steps.at(-1)!.run!],
+      { PATH: `${stubs}:${process.env.PATH}`, HOME: releaseBack.runner.home, NOTARIZE_BASE_URL: bed.sandbox.url },
+      { cwd: releaseBack.runner.workspace },
+    );
+    expect(swapped.code, describeRun(swapped)).toBe(6);
     rmSync(join(artifacts, 'release'), { recursive: true });
 
     // Without the restore step, the same re-run writes no receipt, and the release gate fails on every re-run.

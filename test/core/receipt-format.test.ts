@@ -91,7 +91,7 @@ describe('receiptText', () => {
 });
 
 describe('readReceipt', () => {
-  it('a consistent v1 receipt: its digest, name, record (its text, big integers exact), service and date', () => {
+  it('a consistent v1 receipt: its digest, name, record (its text, big integers exact), service, date and size', () => {
     expect(readReceipt(receiptText(CONTENT))).toEqual({
       consistent: true,
       format: 'v1',
@@ -101,6 +101,7 @@ describe('readReceipt', () => {
       baseUrl: 'https://notary.example',
       proof: null,
       registeredAt: CONTENT.registeredAt,
+      size: 1234,
     });
   });
 

@@ -1449,10 +1449,11 @@ describe('switching between --aggregate and per-document registration never pays
     const again = await onStore(freshStore(), receipts, [docs[0]!, bed.path('part/a-copy.txt')]);
     expect(again.run.code, describeRun(again.run)).toBe(0);
     expect(again.calls).toEqual(['login:200', 'request:409']);
-    // The copy's result names a's receipt, one of its digest (verify finds it so): no receipt is missing.
+    // The copy gets a receipt at its own place, made from a's (r105: verify --receipt-dir takes any
+    // registered bytes at a name with no receipt of its own): no receipt is missing.
     expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root, r.receipt ?? null])).toEqual([
       ['already-registered', root, join(receipts, 'a.txt.notarization.json')],
-      ['already-registered', root, join(receipts, 'a.txt.notarization.json')],
+      ['already-registered', root, join(receipts, 'a-copy.txt.notarization.json')],
     ]);
     expect(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')).toBe(kept);
     expect(again.run.stderr).not.toContain('no new receipts');
@@ -3293,7 +3294,11 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
       ['already-registered', root],
       ['already-registered', root],
     ]);
-    expect(existsSync(join(receipts, 'a-copy.txt.notarization.json'))).toBe(false);
+    // The copy's receipt is written at its own place from a's (r105: a name with none of its own let
+    // verify --receipt-dir take any registered bytes at that name): its name, a's record and proof.
+    const copy = JSON.parse(readFileSync(join(receipts, 'a-copy.txt.notarization.json'), 'utf8')) as ReceiptFields;
+    const twin = JSON.parse(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')) as ReceiptFields;
+    expect(copy).toEqual({ ...twin, document: { ...twin.document, name: 'a-copy.txt' } });
 
     // --aggregate of the copy alone (its twin not in the run): the same one ask, nothing paid.
     const alone = await onStore(freshStore(), receipts, [bed.path('twin/a-copy.txt')]);

@@ -16,6 +16,7 @@ import { type Bed, useBed } from '../helpers/bed.js';
 import { cliCopyForOtherUsers, runProcess } from '../helpers/cli.js';
 import { sha256 } from '../helpers/documents.js';
 import { parseNdjson } from '../helpers/results.js';
+import type { ReceiptFields } from '../helpers/receipts.js';
 
 let bed: Bed;
 /** Called with every sandbox call once answered (set by a test, reset before each). */
@@ -282,8 +283,14 @@ describe('re-runs with receipts', () => {
       env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'layout-store') },
     });
     expect(cold.code, cold.stderr).toBe(0);
-    expect(parseNdjson(cold.stdout)[0]).toMatchObject({ status: 'already-registered', receipt: walked });
+    // Written at its own place of this run from that one (r105: verify of a name with no receipt of its own
+    // took any registered bytes): the same record, its name as this run gives it.
+    const own = join(dir, 'c.txt.notarization.json');
+    expect(parseNdjson(cold.stdout)[0]).toMatchObject({ status: 'already-registered', receipt: own });
+    const [ownReceipt, walkedReceipt] = [own, walked].map((p) => JSON.parse(readFileSync(p, 'utf8')) as ReceiptFields);
+    expect(ownReceipt).toEqual({ ...walkedReceipt, document: { ...walkedReceipt!.document, name: 'c.txt' } });
     expect(cold.stderr).not.toContain('no receipt written');
+    rmSync(own);
     // One of the same digest from another service answers for nothing here.
     const other = join(dir, 'elsewhere.txt.notarization.json');
     writeFileSync(other, readFileSync(walked, 'utf8').replaceAll(bed.url, 'https://other.example'));
