@@ -256,6 +256,28 @@ describe('docs/ci.md: the workflow', () => {
     rmSync(join(artifacts, 'release'), { recursive: true });
   });
 
+  it("the plain shell script: its release check holds to receipts/, though this machine's store has the artifact (r105)", async () => {
+    const section = markdown.slice(markdown.indexOf('## A plain shell script'));
+    const script = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
+    const work = mkdtempSync(join(bed.root, 'plain-'));
+    writeFileSync(join(work, 'key'), `${bed.sandbox.apiKey}\n`, { mode: 0o600 });
+    const local = script
+      .replace('/var/lib/ci/notarize', join(work, 'store'))
+      .replace('/run/secrets/notarize_key', join(work, 'key'));
+    mkdirSync(join(work, 'dist'));
+    for (const name of ['a.bin', 'b.bin']) writeFileSync(join(work, 'dist', name), `plain ${name}\n`);
+    const env = { PATH: `${stubs}:${process.env.PATH}`, HOME: work, NOTARIZE_BASE_URL: bed.sandbox.url };
+    const whole = await runProcess('sh', ['-c', local], env, { cwd: work });
+    expect(whole.code, describeRun(whole)).toBe(0);
+    // A receipt not kept: the release check alone (the script's exports, then its last step) fails,
+    // though the store the script exported has b.bin in its ledger (r105: it passed).
+    rmSync(join(work, 'receipts', 'b.bin.notarization.json'));
+    const check = local.slice(0, local.indexOf('# Build:')) + local.slice(local.indexOf('# Before release'));
+    const gate = await runProcess('sh', ['-c', check], env, { cwd: work });
+    expect(gate.code, describeRun(gate)).toBe(1);
+    expect(gate.stderr).toContain('unnotarized artifacts');
+  });
+
   it('build registers with receipts in its own store outside the checkout; release verifies with the receipts alone', async () => {
     const build = await runJob('build');
     const registrations = readFileSync(join(build.runner.workspace, 'registrations.ndjson'), 'utf8');
