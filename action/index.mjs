@@ -12367,7 +12367,7 @@ async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 	}
 	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
 		code: "receipt_exists",
-		hint: `remove it and run again, or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`
+		hint: `the receipt of an earlier build? move it aside and keep it, never delete it: it may be the only record of those bytes (under the --receipt-dir, e.g. earlier-attempts/, register and verify still find it by its digest; docs/ci.md); then run again; or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`
 	});
 }
 /**

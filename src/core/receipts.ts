@@ -392,9 +392,14 @@ export async function checkBeforeSending(
       },
     );
   }
+  // Most often the receipt of an earlier build of the artifact (a build that is not reproducible): the
+  // only record of bytes that may come back, never to be deleted (r105: "remove it" said so).
   throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
     code: 'receipt_exists',
-    hint: `remove it and run again, or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`,
+    hint:
+      'the receipt of an earlier build? move it aside and keep it, never delete it: it may be the only record of ' +
+      'those bytes (under the --receipt-dir, e.g. earlier-attempts/, register and verify still find it by its digest; ' +
+      `docs/ci.md); then run again; or choose another --receipt-dir (${FORCE_OVER_RECEIPT})`,
   });
 }
 

@@ -239,6 +239,9 @@ describe('checkBeforeSending', () => {
       const error = await rejectionOf(checkBeforeSending(plan, 0, hash, false, SERVICE), UsageError);
       expect(error).toMatchObject({ code: 'receipt_exists', exitCode: 2 });
       expect(error.message).toBe(`receipt ${path} already exists and is not a receipt of ${hash}`);
+      // Never "remove it" (r105): an earlier build's receipt may be the only record of bytes that come back.
+      expect(error.hint).toMatch(/^the receipt of an earlier build\? move it aside and keep it, never delete it/);
+      expect(error.hint).not.toMatch(/remove/);
       await checkBeforeSending(plan, 0, hash, true, SERVICE);
     }
   });
