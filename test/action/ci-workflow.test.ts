@@ -212,6 +212,12 @@ describe('docs/ci.md: the workflow', () => {
     const paid = bed.calls('forfait');
     const rebuilt = await runJob('build', { at: { ...run, attempt: 4 }, build: 'rerun, built again' });
     expect(bed.calls('forfait')).toBe(paid + 2);
+    // Its look at the old receipts finds both `modified`, as expected: no error annotation on the run's page (r105).
+    const moveAside = workflow.jobs.build!.steps.filter((step) => step.run).findIndex((step) => step.name?.startsWith('Move aside'));
+    expect(moveAside).toBeGreaterThan(-1);
+    const look = rebuilt.runs[moveAside]!;
+    expect(readFileSync(join(rebuilt.runner.workspace, 'earlier.ndjson'), 'utf8')).toContain('"modified"');
+    expect(look.stdout + look.stderr).not.toContain('::error');
     const again = readFileSync(join(rebuilt.runner.workspace, 'registrations.ndjson'), 'utf8');
     expect(again.trim().split('\n').map((line) => (JSON.parse(line) as { status: string }).status)).toEqual([
       'registered',
