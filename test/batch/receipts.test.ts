@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
  * never reached through a forward proxy); an existing file that is not a
  * receipt of the same document is never overwritten unless --force.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -139,7 +139,7 @@ describe('--receipt-dir', () => {
     expect(JSON.parse(await receipt(bed, 'e.txt'))).toMatchObject({ record: bed.sandbox.records.get(e) });
   });
 
-  it('an existing receipt with other content is refused before anything is sent; removing it lets a re-run register', async () => {
+  it('an existing receipt with other content is refused before anything is sent; moving it aside lets a re-run register', async () => {
     await mkdir(join(bed.workDir, 'receipts'));
     const stale = join(bed.workDir, 'receipts', 'f.txt.notarization.json');
     await writeFile(stale, 'stale\n');
@@ -147,7 +147,8 @@ describe('--receipt-dir', () => {
     const refused = await bed.main(['register', bed.path('f.txt'), '--receipt-dir', bed.path('receipts'), '--json']);
     expect(refused.code, describeRun(refused)).toBe(2);
     const hint = jsonError(refused.stderr).hint;
-    expect(hint).toMatch(/remove it/);
+    // Never "remove it": an earlier build's receipt may be the only record of those bytes (r105).
+    expect(hint).toMatch(/move it aside and keep it, never delete it/);
     // The hint is honest about --force: it would register the document again, and write only from a record (r91).
     expect(hint).toContain(
       '--force registers the document again and writes its receipt over it, unless the service already has it and this store has no record of it: then nothing is written',
@@ -156,7 +157,8 @@ describe('--receipt-dir', () => {
     expect(bed.requestedHashes()).toEqual([]);
     expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
 
-    await rm(stale);
+    await mkdir(join(bed.workDir, 'receipts', 'earlier-attempts'));
+    await rename(stale, join(bed.workDir, 'receipts', 'earlier-attempts', 'f.txt.notarization.json'));
     const rerun = await bed.main(['register', bed.path('f.txt'), '--receipt-dir', bed.path('receipts'), '--json']);
     expect(rerun.code, describeRun(rerun)).toBe(0);
     expect(bed.requestedHashes()).toEqual([f]);
