@@ -12465,7 +12465,7 @@ function otherThan(there, path, confirmed, baseUrl, refuted) {
 * `other`, and no receipt may be written over it (r89: that replaced a
 * genuine receipt of the document on its own, whose record is sent once).
 */
-async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map()), refuted = () => false) {
+async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map()), refuted = () => false, secrets) {
 	const answers = (receipt, path) => otherThan(receipt, path, confirmed, baseUrl, () => false) === void 0;
 	const own = receiptPath(plan, index, hash);
 	const there = await receiptAt(own, hash);
@@ -12476,9 +12476,9 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
 		const receipt = await receiptAt(path, hash);
 		if (receipt?.baseUrl === baseUrl && answers(receipt, path)) {
-			if (there === void 0) return {
+			if (there === void 0 && secrets !== void 0) return {
 				kind: "kept",
-				path: await copiedTo(plan, index, receipt) ?? path
+				path: await copiedTo(plan, index, receipt, path, secrets) ?? path
 			};
 			return {
 				kind: "kept",
@@ -12489,15 +12489,18 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 	return there && otherThan(there, own, confirmed, baseUrl, refuted);
 }
 /**
-* Writes at document `index`'s place a receipt of it made from `found`, a v1
-* receipt of the same digest under another name (its record, service, date
-* and proof; this document's name), and returns its path; undefined when it
-* could not be written (the receipt under the other name still answers).
+* Writes at document `index`'s place a receipt of it made from `found` (at
+* `from`), a v1 receipt of the same digest under another name (its record,
+* service, date and proof; this document's name), with every secret this
+* run knows taken out as from any receipt it writes (r106: a token in the
+* record, the API key in the name, were written as they were), and returns
+* its path; undefined when it could not be written (the receipt under the
+* other name still answers).
 */
-async function copiedTo(plan, index, found) {
+async function copiedTo(plan, index, found, from, secrets) {
 	if (found.registeredAt === void 0 || found.baseUrl === void 0) return void 0;
 	try {
-		const text = receiptText({
+		const { text, redacted } = redactedReceipt(receiptText({
 			document: {
 				name: plan.names[index] ?? null,
 				sha256: found.sha256,
@@ -12507,9 +12510,11 @@ async function copiedTo(plan, index, found) {
 			baseUrl: found.baseUrl,
 			registeredAt: found.registeredAt,
 			...found.proof ? { proof: found.proof } : {}
-		});
+		}), found.sha256, secrets.redact);
 		const written = await writeReceipt(plan, index, found.sha256, text, false);
-		return "path" in written ? written.path : void 0;
+		if (!("path" in written)) return void 0;
+		if (redacted) secrets.warn(redactedReceiptWarning(`receipt ${written.path}`, from));
+		return written.path;
 	} catch {
 		return;
 	}
@@ -23229,7 +23234,10 @@ var init_register_aggregate = __esmMin((() => {
 			if (plan === void 0) return void 0;
 			let found;
 			try {
-				found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan), (claimed) => this.#asks.refutes(claimed));
+				found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan), (claimed) => this.#asks.refutes(claimed), {
+					redact: (raw) => this.#options.io.redact(raw),
+					warn: (message) => this.#options.io.warn(message)
+				});
 			} catch (error) {
 				throw sent ? refusalAfterSending(error) : error;
 			}
@@ -24352,7 +24360,10 @@ var init_register = __esmMin((() => {
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
 				const confirmed = under?.proof.root ?? input.hash;
-				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts), (claimed) => this.#roots.refutes(claimed)).catch((error) => {
+				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts), (claimed) => this.#roots.refutes(claimed), {
+					redact: (raw) => options.io.redact(raw),
+					warn: (message) => options.io.warn(message)
+				}).catch((error) => {
 					throw refusalAfterSending(error);
 				});
 				if (kept?.kind === "kept") return {

@@ -422,6 +422,7 @@ export class Aggregator {
         this.#baseUrl,
         () => planReceiptsByDigest(plan),
         (claimed) => this.#asks.refutes(claimed),
+        { redact: (raw) => this.#options.io.redact(raw), warn: (message) => this.#options.io.warn(message) },
       );
     } catch (error) {
       // A folder unreadable for want of descriptors, after something was sent: exit 1, not 2 (r87).

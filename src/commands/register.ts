@@ -595,6 +595,7 @@ class Registrar {
         this.#baseUrl,
         () => planReceiptsByDigest(receipts),
         (claimed) => this.#roots.refutes(claimed),
+        { redact: (raw) => options.io.redact(raw), warn: (message) => options.io.warn(message) },
       ).catch((error: unknown) => {
         throw refusalAfterSending(error);
       });

@@ -44,6 +44,8 @@ import { decodeJsonText } from './read-input.js';
 import {
   isCompletedRecord,
   readReceipt,
+  redactedReceipt,
+  redactedReceiptWarning,
   receiptText,
   type ConsistentReceipt,
   type InclusionProof,
@@ -544,6 +546,7 @@ export async function keptReceipt(
   baseUrl: string,
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
   refuted: (claimed: string) => boolean = () => false,
+  secrets?: Secrets,
 ): Promise<KeptReceipt | undefined> {
   const answers = (receipt: ConsistentReceipt, path: string) =>
     otherThan(receipt, path, confirmed, baseUrl, () => false) === undefined;
@@ -558,7 +561,9 @@ export async function keptReceipt(
       // Its own place empty: the receipt is written there too, from that one's record (r105). Without it,
       // `verify -r --receipt-dir` found no receipt under the document's name, and so took any registered
       // bytes swapped in at that name for it (receipts moved aside by docs/ci.md's re-run step).
-      if (there === undefined) return { kind: 'kept', path: (await copiedTo(plan, index, receipt)) ?? path };
+      if (there === undefined && secrets !== undefined) {
+        return { kind: 'kept', path: (await copiedTo(plan, index, receipt, path, secrets)) ?? path };
+      }
       return { kind: 'kept', path };
     }
   }
@@ -568,24 +573,45 @@ export async function keptReceipt(
   return there && otherThan(there, own, confirmed, baseUrl, refuted);
 }
 
+/** What a receipt written by a run goes through: the run's secrets taken out, and said (io's redact and warn). */
+export interface Secrets {
+  redact: (text: string) => string;
+  warn: (message: string) => void;
+}
+
 /**
- * Writes at document `index`'s place a receipt of it made from `found`, a v1
- * receipt of the same digest under another name (its record, service, date
- * and proof; this document's name), and returns its path; undefined when it
- * could not be written (the receipt under the other name still answers).
+ * Writes at document `index`'s place a receipt of it made from `found` (at
+ * `from`), a v1 receipt of the same digest under another name (its record,
+ * service, date and proof; this document's name), with every secret this
+ * run knows taken out as from any receipt it writes (r106: a token in the
+ * record, the API key in the name, were written as they were), and returns
+ * its path; undefined when it could not be written (the receipt under the
+ * other name still answers).
  */
-async function copiedTo(plan: ReceiptPlan, index: number, found: ConsistentReceipt): Promise<string | undefined> {
+async function copiedTo(
+  plan: ReceiptPlan,
+  index: number,
+  found: ConsistentReceipt,
+  from: string,
+  secrets: Secrets,
+): Promise<string | undefined> {
   if (found.registeredAt === undefined || found.baseUrl === undefined) return undefined;
   try {
-    const text = receiptText({
-      document: { name: plan.names[index] ?? null, sha256: found.sha256, size: found.size ?? null },
-      recordJson: found.recordJson,
-      baseUrl: found.baseUrl,
-      registeredAt: found.registeredAt,
-      ...(found.proof ? { proof: found.proof } : {}),
-    });
+    const { text, redacted } = redactedReceipt(
+      receiptText({
+        document: { name: plan.names[index] ?? null, sha256: found.sha256, size: found.size ?? null },
+        recordJson: found.recordJson,
+        baseUrl: found.baseUrl,
+        registeredAt: found.registeredAt,
+        ...(found.proof ? { proof: found.proof } : {}),
+      }),
+      found.sha256,
+      secrets.redact,
+    );
     const written = await writeReceipt(plan, index, found.sha256, text, false);
-    return 'path' in written ? written.path : undefined;
+    if (!('path' in written)) return undefined;
+    if (redacted) secrets.warn(redactedReceiptWarning(`receipt ${written.path}`, from));
+    return written.path;
   } catch {
     return undefined;
   }

@@ -305,6 +305,26 @@ describe('re-runs with receipts', () => {
   });
 });
 
+describe('a receipt made from one of the same digest under another name (df78faf)', () => {
+  it("takes out the run's secrets, as any receipt it writes, and says so (r106: the API key in the name)", async () => {
+    const dir = join(bed.root, 'R-secret-copy');
+    const doc = await bed.file('copies/a.txt', 'copied with a secret name');
+    expect((await bed.main(['register', doc, '--receipt-dir', dir, '--quiet'])).code).toBe(0);
+    const key = bed.sandbox.apiKey;
+    const named = await bed.file(`copies/${key}.txt`, 'copied with a secret name');
+    const cold = await bed.main(['register', named, '-d', 'a copy', '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'secret-copy-store') },
+    });
+    expect(cold.code, cold.stderr).toBe(0);
+    const written = join(dir, `${key}.txt.notarization.json`);
+    const text = readFileSync(written, 'utf8');
+    expect(text).not.toContain(key);
+    expect((JSON.parse(text) as ReceiptFields).document.name).toBe('[redacted].txt');
+    expect(cold.stderr).toContain('it held a secret of yours');
+    expect(cold.stderr).not.toContain(key);
+  });
+});
+
 /** root may do what these tests refuse (CAP_FOWNER, DAC override): as root, the runs are made as nobody. */
 const canRunAsNobody =
   process.platform !== 'win32' && process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
