@@ -14752,6 +14752,12 @@ async function acquire(file, waitMs, full) {
 		waitEnded?.();
 	}
 }
+/**
+* What the holder of the lock `file` is doing, told by the lock's name (the
+* store names them: `<hash>.lock`, `aggregate.lock`, and `<file>.lock` in the
+* locks/ folder beside the file, whose whole path is named: a CI job may
+* have a store of its own).
+*/
 function holderDoes(file) {
 	const name = basename(file, ".lock");
 	if (HASH_LOCK.test(name)) return "is working on the same hash";
@@ -18485,6 +18491,16 @@ function askAboutRoot(deps, root, treeSize, flags, source) {
 	}, flags, source);
 }
 /**
+* Keeps in the store that the service answered 409 to the ask about `hash`
+* (`message`, its words), as per-document register keeps a 409 to its
+* request step: the hash is confirmed from then on, and later runs send
+* nothing for it. Only a help: a disk that refuses it is no failure.
+*/
+async function keepAsked409(store, hash, message) {
+	const reason = [REQUEST_ANSWERED_409, message].join(": ");
+	await store.keepAnswered409(hash, reason, /* @__PURE__ */ new Date()).catch(() => void 0);
+}
+/**
 * Asks the service whether it has the document of digest `hash` registered
 * on its own (see askAbout), for one whose receipt in --receipt-dir
 * (`source`) says so: `register --aggregate` on a store without its record.
@@ -18732,6 +18748,128 @@ var init_manifests = __esmMin((() => {
 			return byDigest;
 		}
 	};
+}));
+// dist/core/trees-now.js
+/**
+* The store's Merkle trees as they are now, for the last look a run takes,
+* holding a document's lock, before it sends something for that document on
+* its own: a request step (per-document register, and the documents
+* `register --aggregate` settles on their own) or the completion of its own
+* session (`complete --all`). `register --aggregate` saves a new tree and
+* takes its root's lock, then looks at its documents' locks, leaving out
+* those held (aggregate.ts); a run here took the document's lock, then looks
+* at the trees: so one of the two always sees the other, and a document is
+* never both paid for on its own and under that root.
+*/
+/**
+* What a run holding the lock of `root` is doing, as a lock wait says it (LockTiming.doing) and its
+* timeout: the lock's name, a digest, would read as a document's ("the same hash"); `hash`: the
+* document waiting, when one is.
+*/
+function registeringRoot(root, hash) {
+	return `is registering the Merkle root ${root}${hash === void 0 ? "" : `, whose tree holds ${hash}`}`;
+}
+/**
+* The names in the store's trees folder, as one string: a tree planted or
+* removed changes it ('' when there is none). Not the folder's modification
+* time, which the kernel takes from a clock that moves every few
+* milliseconds: a tree planted in the same tick as the last change would
+* leave it as it was.
+*/
+function treesStamp(treesDir) {
+	try {
+		return readdirSync(treesDir).filter((name) => TREE_FILE.test(name)).sort().join(" ");
+	} catch {
+		return "";
+	}
+}
+var MAX_LOOKS, UnderRootSince, TreesNow, TREE_FILE;
+var init_trees_now = __esmMin((() => {
+	init_errors$2();
+	init_notarize();
+	init_trees();
+	MAX_LOOKS = 8;
+	UnderRootSince = class extends TransientError {
+		root;
+		constructor(hash, root) {
+			super(`${hash} was placed under the Merkle root ${root} by another notarize process (register --aggregate) while this run was about to send it on its own`, {
+				hint: "run the command again: that root answers for it",
+				notProcessed: true
+			});
+			this.root = root;
+		}
+	};
+	TreesNow = class {
+		#store;
+		#trees;
+		/** The trees folder's names when #trees was read (treesStamp). */
+		#stamp;
+		constructor(store) {
+			this.#store = store;
+		}
+		/**
+		* The trees, read again whenever one was planted or removed since they
+		* were read (another process's --aggregate, under way now). Each tree's
+		* state is as it was when read.
+		*/
+		current() {
+			const stamp = treesStamp(this.#store.treesDir);
+			if (this.#trees === void 0 || stamp !== this.#stamp) {
+				this.#trees = Trees.load(this.#store);
+				this.#stamp = stamp;
+			}
+			return this.#trees;
+		}
+		/** Reads the trees again at the next look (their states may have moved). */
+		forget() {
+			this.#trees = void 0;
+		}
+		/**
+		* Called holding the lock of the document of digest `hash`: throws
+		* UnderRootSince when a tree registered, confirmed or pending holds it
+		* now. A tree only planned, by a run at work on it (the `aggregate` lock
+		* held, or its root's: held from its planting to its registration), is
+		* waited for (`deps`' lock wait), then looked at again; one planned by a
+		* run that is gone frees its documents: returns. One whose request step
+		* was answered unreadably stops it (exit 5: `toFinish` says what waits).
+		*/
+		async settle(deps, hash, toFinish) {
+			const store = this.#store;
+			for (let looks = 0;; looks++) {
+				const placed = (await this.current()).place(hash);
+				if (placed === void 0) return;
+				const root = placed.tree.entry.root;
+				if (looks > MAX_LOOKS) throw new UnderRootSince(hash, root);
+				if (!existsSync(store.treeFile(root))) {
+					this.forget();
+					continue;
+				}
+				if (await rootState(store, root) !== "planned") throw new UnderRootSince(hash, root);
+				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, toFinish);
+				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
+				if (atWork === "") return;
+				const doing = atWork === root ? registeringRoot(root, hash) : `is placing documents in Merkle trees, one of them holding ${hash}`;
+				try {
+					await locked({
+						...deps,
+						lockTiming: {
+							...deps.lockTiming,
+							doing
+						}
+					}, atWork, async () => {});
+				} catch (error) {
+					if (!(error instanceof TransientError)) throw error;
+					throw new TransientError(`another notarize process ${doing}`, {
+						hint: "wait for it to finish, then run the command again: that root answers for the document",
+						notProcessed: true,
+						cause: error
+					});
+				}
+				this.forget();
+			}
+		}
+	};
+	TREE_FILE = /^[0-9a-f]{64}\.json$/;
 }));
 // dist/core/aggregate.js
 /**
@@ -19191,7 +19329,7 @@ async function registerRoot(deps, tree, flags) {
 	try {
 		const lockTiming = {
 			...deps.lockTiming,
-			doing: `is registering the Merkle root ${root}`
+			doing: registeringRoot(root)
 		};
 		return {
 			ok: true,
@@ -19271,6 +19409,7 @@ var init_aggregate = __esmMin((() => {
 	init_manifests();
 	init_notarize();
 	init_trees();
+	init_trees_now();
 	TakenUpSince = class extends TransientError {
 		constructor(root, taken) {
 			const [first] = taken;
@@ -19440,120 +19579,6 @@ var init_manifest_files = __esmMin((() => {
 	init_errors$2();
 	init_disk();
 	init_files();
-}));
-// dist/core/trees-now.js
-/**
-* The store's Merkle trees as they are now, for the last look a run takes,
-* holding a document's lock, before it sends something for that document on
-* its own: a request step (per-document register, and the documents
-* `register --aggregate` settles on their own) or the completion of its own
-* session (`complete --all`). `register --aggregate` saves a new tree and
-* takes its root's lock, then looks at its documents' locks, leaving out
-* those held (aggregate.ts); a run here took the document's lock, then looks
-* at the trees: so one of the two always sees the other, and a document is
-* never both paid for on its own and under that root.
-*/
-/**
-* The names in the store's trees folder, as one string: a tree planted or
-* removed changes it ('' when there is none). Not the folder's modification
-* time, which the kernel takes from a clock that moves every few
-* milliseconds: a tree planted in the same tick as the last change would
-* leave it as it was.
-*/
-function treesStamp(treesDir) {
-	try {
-		return readdirSync(treesDir).filter((name) => TREE_FILE.test(name)).sort().join(" ");
-	} catch {
-		return "";
-	}
-}
-var MAX_LOOKS, UnderRootSince, TreesNow, TREE_FILE;
-var init_trees_now = __esmMin((() => {
-	init_errors$2();
-	init_notarize();
-	init_trees();
-	MAX_LOOKS = 8;
-	UnderRootSince = class extends TransientError {
-		root;
-		constructor(hash, root) {
-			super(`${hash} was placed under the Merkle root ${root} by another notarize process (register --aggregate) while this run was about to send it on its own`, {
-				hint: "run the command again: that root answers for it",
-				notProcessed: true
-			});
-			this.root = root;
-		}
-	};
-	TreesNow = class {
-		#store;
-		#trees;
-		/** The trees folder's names when #trees was read (treesStamp). */
-		#stamp;
-		constructor(store) {
-			this.#store = store;
-		}
-		/**
-		* The trees, read again whenever one was planted or removed since they
-		* were read (another process's --aggregate, under way now). Each tree's
-		* state is as it was when read.
-		*/
-		current() {
-			const stamp = treesStamp(this.#store.treesDir);
-			if (this.#trees === void 0 || stamp !== this.#stamp) {
-				this.#trees = Trees.load(this.#store);
-				this.#stamp = stamp;
-			}
-			return this.#trees;
-		}
-		/** Reads the trees again at the next look (their states may have moved). */
-		forget() {
-			this.#trees = void 0;
-		}
-		/**
-		* Called holding the lock of the document of digest `hash`: throws
-		* UnderRootSince when a tree registered, confirmed or pending holds it
-		* now. A tree only planned, by a run at work on it (the `aggregate` lock
-		* held, or its root's: held from its planting to its registration), is
-		* waited for (`deps`' lock wait), then looked at again; one planned by a
-		* run that is gone frees its documents: returns. One whose request step
-		* was answered unreadably stops it (exit 5: `toFinish` says what waits).
-		*/
-		async settle(deps, hash, toFinish) {
-			const store = this.#store;
-			for (let looks = 0;; looks++) {
-				const placed = (await this.current()).place(hash);
-				if (placed === void 0) return;
-				const root = placed.tree.entry.root;
-				if (looks > MAX_LOOKS) throw new UnderRootSince(hash, root);
-				if (!existsSync(store.treeFile(root))) {
-					this.forget();
-					continue;
-				}
-				if (await rootState(store, root) !== "planned") throw new UnderRootSince(hash, root);
-				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, toFinish);
-				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
-				if (atWork === "") return;
-				const doing = atWork === root ? `is registering the Merkle root ${root}, whose tree holds ${hash}` : `is placing documents in Merkle trees, one of them holding ${hash}`;
-				try {
-					await locked({
-						...deps,
-						lockTiming: {
-							...deps.lockTiming,
-							doing
-						}
-					}, atWork, async () => {});
-				} catch (error) {
-					if (!(error instanceof TransientError)) throw error;
-					throw new TransientError(`another notarize process ${doing}`, {
-						hint: "wait for it to finish, then run the command again: that root answers for the document",
-						notProcessed: true,
-						cause: error
-					});
-				}
-				this.forget();
-			}
-		}
-	};
-	TREE_FILE = /^[0-9a-f]{64}\.json$/;
 }));
 // dist/commands/register-roots.js
 /**
@@ -19822,19 +19847,18 @@ var init_register_roots = __esmMin((() => {
 		warnStaleManifests() {
 			this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
 		}
-		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
-		/** Keeps, once per root and run, that the service answered 409 for `root` (keepAnswered409); the disk refusing is no failure. */
+		/** Keeps, once per root and run (not once per leaf), that the service answered 409 for `root` (keepAsked409). */
 		async #keep409(root, message) {
 			if (this.#kept409.has(root)) return;
 			this.#kept409.add(root);
-			const reason = [REQUEST_ANSWERED_409, message].join(": ");
-			await this.#deps.store.keepAnswered409(root, reason, /* @__PURE__ */ new Date()).catch(() => void 0);
+			await keepAsked409(this.#deps.store, root, message);
 		}
 		/** The hashes with a session in the store's retired/ folder, read once per run (only for a planned tree's document). */
 		#retiredRoots() {
 			this.#retired ??= this.#deps.store.retirements().then((reasons) => new Set(reasons.keys()));
 			return this.#retired;
 		}
+		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
 		async #tidy(tree) {
 			const root = tree.entry.root;
 			if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
@@ -19915,13 +19939,13 @@ var init_register_roots = __esmMin((() => {
 				const root = tree.entry.root;
 				if (!waited) {
 					const held = existsSync(store.lockFile(root));
-					const doing = `is registering the Merkle root ${root}, whose tree holds ${hash}`;
+					const lockTiming = {
+						...this.#deps.lockTiming,
+						doing: registeringRoot(root, hash)
+					};
 					if (held) await locked({
 						...this.#deps,
-						lockTiming: {
-							...this.#deps.lockTiming,
-							doing
-						}
+						lockTiming
 					}, root, async () => {});
 					const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
 					if (held || moved || !this.#plannedReread.has(root)) {
@@ -23141,8 +23165,7 @@ var init_register_aggregate = __esmMin((() => {
 					free.push(doc);
 					continue;
 				}
-				const reason = [REQUEST_ANSWERED_409, said.message].join(": ");
-				await this.#store.keepAnswered409(doc.sha256, reason, /* @__PURE__ */ new Date()).catch(() => void 0);
+				await keepAsked409(this.#store, doc.sha256, said.message);
 				let kept;
 				try {
 					kept = await this.#keptReceipt(doc, doc.sha256);

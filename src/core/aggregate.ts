@@ -47,6 +47,7 @@ import {
 } from './manifests.js';
 import { holdAcross, locked, otherRequestRefusal, register, type FlowDeps, type Outcome } from './notarize.js';
 import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
+import { registeringRoot } from './trees-now.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
 export interface AggregateInput extends ManifestQuery {
@@ -622,7 +623,7 @@ export async function registerRoot(
   };
   try {
     // A wait for another run at work on the root says so, not "is working on <a digest never given>".
-    const lockTiming = { ...deps.lockTiming, doing: `is registering the Merkle root ${root}` };
+    const lockTiming = { ...deps.lockTiming, doing: registeringRoot(root) };
     const outcome = await register(
       { ...deps, beforeRequest, lockTiming },
       {

@@ -35,6 +35,15 @@ export class UnderRootSince extends TransientError {
   }
 }
 
+/**
+ * What a run holding the lock of `root` is doing, as a lock wait says it (LockTiming.doing) and its
+ * timeout: the lock's name, a digest, would read as a document's ("the same hash"); `hash`: the
+ * document waiting, when one is.
+ */
+export function registeringRoot(root: string, hash?: string): string {
+  return `is registering the Merkle root ${root}${hash === undefined ? '' : `, whose tree holds ${hash}`}`;
+}
+
 export class TreesNow {
   readonly #store: ServiceStore;
   #trees: Promise<Trees> | undefined;
@@ -104,7 +113,7 @@ export class TreesNow {
       // never gave: it works on the root of a tree holding the document.
       const doing =
         atWork === root
-          ? `is registering the Merkle root ${root}, whose tree holds ${hash}`
+          ? registeringRoot(root, hash)
           : `is placing documents in Merkle trees, one of them holding ${hash}`;
       try {
         await locked({ ...deps, lockTiming: { ...deps.lockTiming, doing } }, atWork, async () => {});

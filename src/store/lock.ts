@@ -806,15 +806,15 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
   }
 }
 
+/** The name of a document's lock: its digest. */
+const HASH_LOCK = /^[0-9a-f]{64}$/;
+
 /**
  * What the holder of the lock `file` is doing, told by the lock's name (the
  * store names them: `<hash>.lock`, `aggregate.lock`, and `<file>.lock` in the
  * locks/ folder beside the file, whose whole path is named: a CI job may
  * have a store of its own).
  */
-/** The name of a document's lock: its digest. */
-const HASH_LOCK = /^[0-9a-f]{64}$/;
-
 function holderDoes(file: string): string {
   const name = basename(file, '.lock');
   if (HASH_LOCK.test(name)) return 'is working on the same hash';
