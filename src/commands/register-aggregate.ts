@@ -6,13 +6,13 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { confirmedBefore, register, REQUEST_ANSWERED_409, says409, type Outcome } from '../core/notarize.js';
+import { confirmedBefore, register, says409, type Outcome } from '../core/notarize.js';
 import { waitNotice, type LockTiming } from '../store/lock.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { isSendableDescription } from '../core/description.js';
 import { refusalAfterSending } from '../fd-shortage.js';
-import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
+import { askAboutDocument, keepAsked409, RootAsks, usableManifest } from '../core/manifests.js';
 import { Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -330,9 +330,7 @@ export class Aggregator {
         free.push(doc);
         continue;
       }
-      // Kept as per-document register keeps a 409 to a request step: the next run sends nothing for it.
-      const reason = [REQUEST_ANSWERED_409, said.message].join(': ');
-      await this.#store.keepAnswered409(doc.sha256, reason, new Date()).catch(() => undefined);
+      await keepAsked409(this.#store, doc.sha256, said.message);
       let kept: KeptReceipt | undefined;
       try {
         kept = await this.#keptReceipt(doc, doc.sha256);

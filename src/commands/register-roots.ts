@@ -9,8 +9,8 @@
  */
 import { existsSync } from 'node:fs';
 import { completionUnread, finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
-import { askAboutRoot, ManifestIndex, RootAsks } from '../core/manifests.js';
-import { locked, REQUEST_ANSWERED_409, type FlowDeps, type Outcome } from '../core/notarize.js';
+import { askAboutRoot, keepAsked409, ManifestIndex, RootAsks } from '../core/manifests.js';
+import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../core/receipts.js';
@@ -18,7 +18,7 @@ import type { InclusionProof } from '../core/receipt-format.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { paidRootProblems, underUnreadRoot, type LoadedTree, type Trees } from '../core/trees.js';
 import type { StoreError } from '../errors.js';
-import { TreesNow } from '../core/trees-now.js';
+import { registeringRoot, TreesNow } from '../core/trees-now.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
 
@@ -321,13 +321,11 @@ export class DocumentRoots {
     this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
   }
 
-  /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
-  /** Keeps, once per root and run, that the service answered 409 for `root` (keepAnswered409); the disk refusing is no failure. */
+  /** Keeps, once per root and run (not once per leaf), that the service answered 409 for `root` (keepAsked409). */
   async #keep409(root: string, message: string | undefined): Promise<void> {
     if (this.#kept409.has(root)) return;
     this.#kept409.add(root);
-    const reason = [REQUEST_ANSWERED_409, message].join(': ');
-    await this.#deps.store.keepAnswered409(root, reason, new Date()).catch(() => undefined);
+    await keepAsked409(this.#deps.store, root, message);
   }
 
   /** The hashes with a session in the store's retired/ folder, read once per run (only for a planned tree's document). */
@@ -336,6 +334,7 @@ export class DocumentRoots {
     return this.#retired;
   }
 
+  /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
   async #tidy(tree: LoadedTree): Promise<void> {
     const root = tree.entry.root;
     if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
@@ -428,9 +427,8 @@ export class DocumentRoots {
       const root = tree.entry.root;
       if (!waited) {
         const held = existsSync(store.lockFile(root));
-        const doing = `is registering the Merkle root ${root}, whose tree holds ${hash}`;
-        if (held)
-          await locked({ ...this.#deps, lockTiming: { ...this.#deps.lockTiming, doing } }, root, async () => {});
+        const lockTiming = { ...this.#deps.lockTiming, doing: registeringRoot(root, hash) };
+        if (held) await locked({ ...this.#deps, lockTiming }, root, async () => {});
         const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
         if (held || moved || !this.#plannedReread.has(root)) {
           this.#plannedReread.add(root);

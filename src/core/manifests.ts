@@ -13,7 +13,13 @@ import { EXIT, NotarizeError, StoreError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
 import { treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
-import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
+import {
+  isAlreadyRegistered,
+  registrationRequest,
+  REQUEST_ANSWERED_409,
+  type Blockchain,
+  type FlowDeps,
+} from './notarize.js';
 import {
   exactManifestDigests,
   foldedTree,
@@ -644,6 +650,17 @@ export function askAboutRoot(
   source: string,
 ): Promise<Asked | { kind: 'absent' }> {
   return askAbout(deps, { root, description: rootDescription(treeSize) }, flags, source);
+}
+
+/**
+ * Keeps in the store that the service answered 409 to the ask about `hash`
+ * (`message`, its words), as per-document register keeps a 409 to its
+ * request step: the hash is confirmed from then on, and later runs send
+ * nothing for it. Only a help: a disk that refuses it is no failure.
+ */
+export async function keepAsked409(store: FlowDeps['store'], hash: string, message: string | undefined): Promise<void> {
+  const reason = [REQUEST_ANSWERED_409, message].join(': ');
+  await store.keepAnswered409(hash, reason, new Date()).catch(() => undefined);
 }
 
 /**
