@@ -17745,7 +17745,8 @@ function toInputOptions(o) {
 		exclude: o.exclude,
 		nul: o.null,
 		...o.filesFrom === void 0 ? {} : { filesFrom: o.filesFrom },
-		...o.storeDir === void 0 ? {} : { storeDir: o.storeDir }
+		...o.storeDir === void 0 ? {} : { storeDir: o.storeDir },
+		...o.storeEntries === void 0 ? {} : { storeEntries: o.storeEntries }
 	};
 }
 var inputOptionsShape;
@@ -22098,8 +22099,9 @@ async function* walk(dir, below, state, folders = []) {
 	const { filter, onSkipped } = state;
 	let listed;
 	let inside = folders;
+	let seen;
 	try {
-		const seen = below === "" ? void 0 : lstatSync(dir, { bigint: true });
+		seen = below === "" ? void 0 : lstatSync(dir, { bigint: true });
 		if (seen !== void 0 && !seen.isDirectory()) throw replacedSinceWalked(dir, WHILE_WALKED, "folder");
 		if (seen !== void 0 && state.store?.is(seen)) {
 			passOverStore(dir, state);
@@ -22127,8 +22129,13 @@ async function* walk(dir, below, state, folders = []) {
 		utf8: isUtf8(entry.name)
 	}));
 	entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+	const storeEntries = state.store?.entriesIn(dir, seen);
 	for (const { entry, name, utf8 } of entries) {
 		const path = entryPath(dir, utf8 ? name : escapedName(entry.name));
+		if (storeEntries?.(name) === true) {
+			passOverStore(path, state);
+			continue;
+		}
 		const relativePath = below ? `${below}/${name}` : name;
 		const fileOrFolder = entry.isFile() || entry.isDirectory();
 		if (!utf8 && fileOrFolder) {
@@ -22371,7 +22378,7 @@ async function expandInputs(paths, options, stdin, onSkipped = () => {}) {
 			options,
 			filter: matcher(options.include ?? [], options.exclude ?? []),
 			onSkipped,
-			store: options.storeDir === void 0 ? void 0 : new StoreFolder(options.storeDir),
+			store: options.storeDir === void 0 ? void 0 : new StoreFolder(options.storeDir, options.storeEntries),
 			inStore: 0,
 			stdinTaken: stdinNamed || options.filesFrom === "-"
 		}),
@@ -22390,13 +22397,17 @@ var init_inputs = __esmMin((() => {
 	IN_STORE = "part of the notarize store, whose files are never documents";
 	StoreFolder = class {
 		#dir;
+		#entries;
 		#id;
 		/** Whether each folder met (a real path) is the store's or inside it. */
 		#inside = /* @__PURE__ */ new Map();
-		/** The same, by the folder of a path as named. */
-		#namedInside = /* @__PURE__ */ new Map();
-		constructor(dir) {
+		/** Whether each folder met (a real path) is the store's folder itself. */
+		#tops = /* @__PURE__ */ new Map();
+		/** The real path of the folder of each path as named (undefined: none). */
+		#realFolders = /* @__PURE__ */ new Map();
+		constructor(dir, entries) {
 			this.#dir = dir;
+			this.#entries = entries;
 		}
 		#identity() {
 			return this.#id ??= lstatSync(this.#dir, {
@@ -22404,41 +22415,66 @@ var init_inputs = __esmMin((() => {
 				throwIfNoEntry: false
 			});
 		}
-		/** Whether a folder, as lstat or stat saw it, is the store's. */
-		is(folder) {
+		/** Whether a folder, as lstat or stat saw it, is the store's folder itself. */
+		#isTop(folder) {
 			const id = this.#identity();
 			return id !== void 0 && folder.dev === id.dev && folder.ino === id.ino;
 		}
-		/** Whether a path (a file, or a folder named) is inside the store's folder. */
+		/** Whether a folder, as lstat or stat saw it, is the store's (none is when only its entries are). */
+		is(folder) {
+			return this.#entries === void 0 && this.#isTop(folder);
+		}
+		/**
+		* When only the store's entries are its own, and the folder walked (as lstat
+		* saw it, else stat'ed here) is the store's: which of its entries are.
+		*/
+		entriesIn(folder, seen) {
+			if (this.#entries === void 0) return void 0;
+			const id = seen ?? statSync(folder, {
+				bigint: true,
+				throwIfNoEntry: false
+			});
+			return id !== void 0 && this.#isTop(id) ? this.#entries : void 0;
+		}
+		/** Whether a path (a file, or a folder named) is the store's or inside it. */
 		holds(path) {
 			if (this.#identity() === void 0) return false;
-			if (this.#namedFolderInside(dirname(path))) return true;
+			const folder = this.#realFolder(dirname(path));
+			if (folder !== void 0 && this.#entryInside(folder, basename(path))) return true;
 			let link = false;
 			try {
 				link = lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true;
 			} catch {}
 			const target = link ? systemRealPath(path) : void 0;
-			return target !== void 0 && this.#folderInside(dirname(target));
+			return target !== void 0 && this.#entryInside(dirname(target), basename(target));
 		}
 		/** Once per folder as named: a list of 100,000 files in one folder asks the system once. */
-		#namedFolderInside(named) {
-			let inside = this.#namedInside.get(named);
-			if (inside === void 0) {
-				const folder = systemRealPath(named);
-				inside = folder !== void 0 && this.#folderInside(folder);
-				this.#namedInside.set(named, inside);
+		#realFolder(named) {
+			if (!this.#realFolders.has(named)) this.#realFolders.set(named, systemRealPath(named));
+			return this.#realFolders.get(named);
+		}
+		/** Whether the entry `name` of `folder` (a real path) is the store's or inside it. */
+		#entryInside(folder, name) {
+			return this.#entries !== void 0 && this.#entries(name) && this.#top(folder) || this.#folderInside(folder);
+		}
+		/** Whether a folder (a real path) is the store's folder itself; each asked about once. */
+		#top(folder) {
+			let top = this.#tops.get(folder);
+			if (top === void 0) {
+				const seen = statSync(folder, {
+					bigint: true,
+					throwIfNoEntry: false
+				});
+				top = seen !== void 0 && this.#isTop(seen);
+				this.#tops.set(folder, top);
 			}
-			return inside;
+			return top;
 		}
 		#folderInside(folder) {
 			let inside = this.#inside.get(folder);
 			if (inside !== void 0) return inside;
-			const seen = statSync(folder, {
-				bigint: true,
-				throwIfNoEntry: false
-			});
 			const parent = dirname(folder);
-			inside = seen !== void 0 && this.is(seen) || parent !== folder && this.#folderInside(parent);
+			inside = this.#entries === void 0 && this.#top(folder) || parent !== folder && this.#entryInside(parent, basename(folder));
 			this.#inside.set(folder, inside);
 			return inside;
 		}
@@ -25745,7 +25781,8 @@ function readOnlyStore(ctx) {
 	return {
 		baseUrl: () => storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore("baseUrl"),
 		serviceStore: () => storeUsable() ? ctx.serviceStore : void 0,
-		...ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {}
+		...ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {},
+		...ctx.storeExists && !storeUsable() ? { storeEntries: (name) => ctx.store.ownsEntry(name) } : {}
 	};
 }
 /**
@@ -42946,6 +42983,10 @@ var init_store = __esmMin((() => {
 			if (ensurePrivateDir(this.dir, isStoreEntry)) this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
 			for (const sub of ["locks", "services"].map((name) => join(this.dir, name))) if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
 			this.#prepared = true;
+		}
+		/** Whether an entry of this store's folder, by its name, is one notarize keeps there. */
+		ownsEntry(name) {
+			return isStoreEntry(name);
 		}
 		/** The stored value of a setting, if any. */
 		getSetting(key) {

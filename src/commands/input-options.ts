@@ -45,6 +45,7 @@ export function toInputOptions(o: {
   filesFrom?: string | undefined;
   null: boolean;
   storeDir?: string | undefined;
+  storeEntries?: ((name: string) => boolean) | undefined;
 }): InputOptions {
   return {
     recursive: o.recursive,
@@ -53,5 +54,6 @@ export function toInputOptions(o: {
     nul: o.null,
     ...(o.filesFrom === undefined ? {} : { filesFrom: o.filesFrom }),
     ...(o.storeDir === undefined ? {} : { storeDir: o.storeDir }),
+    ...(o.storeEntries === undefined ? {} : { storeEntries: o.storeEntries }),
   };
 }

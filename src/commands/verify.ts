@@ -53,6 +53,8 @@ export interface VerifyOptions extends z.infer<typeof optionsSchema> {
   serviceStore: () => ServiceStore | undefined;
   /** The store's folder, whose files are never documents (core/inputs.ts). */
   storeDir?: string;
+  /** Given when the store cannot be used: only these entries of its folder are its own (core/inputs.ts). */
+  storeEntries?: (name: string) => boolean;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -128,7 +130,7 @@ const TITLE = 'notarize verify';
  * are checked against their receipts only: a ledger left out can only
  * make fewer documents verified, never one more.
  */
-function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'serviceStore' | 'storeDir'> {
+function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'serviceStore' | 'storeDir' | 'storeEntries'> {
   // Named in NOTARIZE_CONFIG_DIR, it must be a folder notarize takes (not a relative path): refused,
   // exit 2, as by every command. It was passed over, its ledger unread, with no word of why.
   const named = ctx.env.NOTARIZE_CONFIG_DIR ? ctx.store.dir : undefined;
@@ -149,8 +151,11 @@ function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'serviceSt
   return {
     baseUrl: () => (storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore('baseUrl')),
     serviceStore: () => (storeUsable() ? ctx.serviceStore : undefined),
-    // Its files are never documents, usable or not; with none there, nothing to pass over.
+    // Its files are never documents, usable or not; with none there, nothing to pass over. A folder
+    // it cannot use holds none but what notarize keeps at its top: NOTARIZE_CONFIG_DIR=/tmp made every
+    // document under /tmp the store's, and verify said "no documents" where it had promised receipts.
     ...(ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {}),
+    ...(ctx.storeExists && !storeUsable() ? { storeEntries: (name: string) => ctx.store.ownsEntry(name) } : {}),
   };
 }
 

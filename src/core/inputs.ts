@@ -18,7 +18,7 @@ import { isUtf8 } from 'node:buffer';
 import { constants, lstatSync, open as openCallback, openSync, statSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { open, readdir, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { anythingAt, entryPath, systemRealPath } from '../path-spelling.js';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
@@ -43,6 +43,13 @@ export interface InputOptions {
    * and the records each run writes there paid for again by the next.
    */
   storeDir?: string;
+  /**
+   * Given when the folder is one notarize cannot use as its store (a shared
+   * /tmp, with the documents in it): then only the entries at its top this
+   * accepts (config.json, services/, ...) are the store's, and the rest of the
+   * folder holds documents like any other.
+   */
+  storeEntries?: (name: string) => boolean;
 }
 
 /** One document to process: a file on disk, standard input, or a named path that cannot be processed. */
@@ -103,30 +110,50 @@ const IN_STORE = 'part of the notarize store, whose files are never documents';
  */
 class StoreFolder {
   readonly #dir: string;
+  readonly #entries: ((name: string) => boolean) | undefined;
   #id: { dev: bigint; ino: bigint } | undefined;
   /** Whether each folder met (a real path) is the store's or inside it. */
   readonly #inside = new Map<string, boolean>();
-  /** The same, by the folder of a path as named. */
-  readonly #namedInside = new Map<string, boolean>();
+  /** Whether each folder met (a real path) is the store's folder itself. */
+  readonly #tops = new Map<string, boolean>();
+  /** The real path of the folder of each path as named (undefined: none). */
+  readonly #realFolders = new Map<string, string | undefined>();
 
-  constructor(dir: string) {
+  constructor(dir: string, entries?: (name: string) => boolean) {
     this.#dir = dir;
+    this.#entries = entries;
   }
 
   #identity(): { dev: bigint; ino: bigint } | undefined {
     return (this.#id ??= lstatSync(this.#dir, { bigint: true, throwIfNoEntry: false }));
   }
 
-  /** Whether a folder, as lstat or stat saw it, is the store's. */
-  is(folder: { dev: bigint; ino: bigint }): boolean {
+  /** Whether a folder, as lstat or stat saw it, is the store's folder itself. */
+  #isTop(folder: { dev: bigint; ino: bigint }): boolean {
     const id = this.#identity();
     return id !== undefined && folder.dev === id.dev && folder.ino === id.ino;
   }
 
-  /** Whether a path (a file, or a folder named) is inside the store's folder. */
+  /** Whether a folder, as lstat or stat saw it, is the store's (none is when only its entries are). */
+  is(folder: { dev: bigint; ino: bigint }): boolean {
+    return this.#entries === undefined && this.#isTop(folder);
+  }
+
+  /**
+   * When only the store's entries are its own, and the folder walked (as lstat
+   * saw it, else stat'ed here) is the store's: which of its entries are.
+   */
+  entriesIn(folder: string, seen?: { dev: bigint; ino: bigint }): ((name: string) => boolean) | undefined {
+    if (this.#entries === undefined) return undefined;
+    const id = seen ?? statSync(folder, { bigint: true, throwIfNoEntry: false });
+    return id !== undefined && this.#isTop(id) ? this.#entries : undefined;
+  }
+
+  /** Whether a path (a file, or a folder named) is the store's or inside it. */
   holds(path: string): boolean {
     if (this.#identity() === undefined) return false;
-    if (this.#namedFolderInside(dirname(path))) return true;
+    const folder = this.#realFolder(dirname(path));
+    if (folder !== undefined && this.#entryInside(folder, basename(path))) return true;
     // A link named or listed (creds.json -> the store's credentials.json) leads into it from outside.
     let link = false;
     try {
@@ -135,26 +162,38 @@ class StoreFolder {
       // A name the system refuses: expandPath says why.
     }
     const target = link ? systemRealPath(path) : undefined;
-    return target !== undefined && this.#folderInside(dirname(target));
+    return target !== undefined && this.#entryInside(dirname(target), basename(target));
   }
 
   /** Once per folder as named: a list of 100,000 files in one folder asks the system once. */
-  #namedFolderInside(named: string): boolean {
-    let inside = this.#namedInside.get(named);
-    if (inside === undefined) {
-      const folder = systemRealPath(named);
-      inside = folder !== undefined && this.#folderInside(folder);
-      this.#namedInside.set(named, inside);
+  #realFolder(named: string): string | undefined {
+    if (!this.#realFolders.has(named)) this.#realFolders.set(named, systemRealPath(named));
+    return this.#realFolders.get(named);
+  }
+
+  /** Whether the entry `name` of `folder` (a real path) is the store's or inside it. */
+  #entryInside(folder: string, name: string): boolean {
+    return (this.#entries !== undefined && this.#entries(name) && this.#top(folder)) || this.#folderInside(folder);
+  }
+
+  /** Whether a folder (a real path) is the store's folder itself; each asked about once. */
+  #top(folder: string): boolean {
+    let top = this.#tops.get(folder);
+    if (top === undefined) {
+      const seen = statSync(folder, { bigint: true, throwIfNoEntry: false });
+      top = seen !== undefined && this.#isTop(seen);
+      this.#tops.set(folder, top);
     }
-    return inside;
+    return top;
   }
 
   #folderInside(folder: string): boolean {
     let inside = this.#inside.get(folder);
     if (inside !== undefined) return inside;
-    const seen = statSync(folder, { bigint: true, throwIfNoEntry: false });
     const parent = dirname(folder);
-    inside = (seen !== undefined && this.is(seen)) || (parent !== folder && this.#folderInside(parent));
+    inside =
+      (this.#entries === undefined && this.#top(folder)) ||
+      (parent !== folder && this.#entryInside(parent, basename(folder)));
     this.#inside.set(folder, inside);
     return inside;
   }
@@ -391,11 +430,12 @@ async function* walk(
   const { filter, onSkipped } = state;
   let listed;
   let inside = folders;
+  let seen: { dev: bigint; ino: bigint; isDirectory(): boolean } | undefined;
   try {
     // A folder found by the walk (not the one named) must be a folder, not a link swapped in for it
     // since its parent was listed, both before it is listed and after: else its listing may be of
     // another folder's, outside the one walked (readdir takes a path, and follows a link).
-    const seen = below === '' ? undefined : lstatSync(dir, { bigint: true });
+    seen = below === '' ? undefined : lstatSync(dir, { bigint: true });
     if (seen !== undefined && !seen.isDirectory()) throw replacedSinceWalked(dir, WHILE_WALKED, 'folder');
     if (seen !== undefined && state.store?.is(seen)) {
       passOverStore(dir, state);
@@ -416,9 +456,14 @@ async function* walk(
   }
   const entries = listed.map((entry) => ({ entry, name: entry.name.toString('utf8'), utf8: isUtf8(entry.name) }));
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const storeEntries = state.store?.entriesIn(dir, seen);
   for (const { entry, name, utf8 } of entries) {
     // A name that is not UTF-8 is shown with \xNN for its bytes: never as the name of another file.
     const path = entryPath(dir, utf8 ? name : escapedName(entry.name));
+    if (storeEntries?.(name) === true) {
+      passOverStore(path, state);
+      continue;
+    }
     const relativePath = below ? `${below}/${name}` : name;
     const fileOrFolder = entry.isFile() || entry.isDirectory();
     if (!utf8 && fileOrFolder) {
@@ -763,7 +808,7 @@ export async function expandInputs(
     options,
     filter: matcher(options.include ?? [], options.exclude ?? []),
     onSkipped,
-    store: options.storeDir === undefined ? undefined : new StoreFolder(options.storeDir),
+    store: options.storeDir === undefined ? undefined : new StoreFolder(options.storeDir, options.storeEntries),
     inStore: 0,
     stdinTaken: stdinNamed || options.filesFrom === '-',
   };

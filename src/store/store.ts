@@ -188,6 +188,11 @@ export class Store {
     this.#prepared = true;
   }
 
+  /** Whether an entry of this store's folder, by its name, is one notarize keeps there. */
+  ownsEntry(name: string): boolean {
+    return isStoreEntry(name);
+  }
+
   /** The stored value of a setting, if any. */
   getSetting(key: string): string | undefined {
     const value = this.#read('config')[key];

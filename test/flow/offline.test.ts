@@ -3,7 +3,7 @@
  * sandbox which is then closed (same base URL, so the same ledger, but any
  * request would now fail), and verify/list/show answer from the ledger alone.
  */
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
@@ -91,6 +91,47 @@ describe('verify, with no store it can use', () => {
     expect(withDir.code, describeRun(withDir)).toBe(6);
     expect(lastLine(withDir.stderr)).toContain(`and no ledger was searched (no usable store): check --receipt-dir (`);
     expect(withDir.stderr).not.toContain('the ledger of');
+  });
+
+  it('a shared folder it cannot use, the documents in it (NOTARIZE_CONFIG_DIR=/tmp): receipts decide; only what notarize keeps there is the store', async () => {
+    // r101: every document under it was taken for the store's, and verify ended "no documents".
+    const shared = mkdtempSync(join(bed.root, 'shared-'));
+    const doc = join(shared, 'work', 'a.txt');
+    mkdirSync(join(shared, 'work'));
+    copyFileSync(bed.path('a.txt'), doc);
+    const made = await offline(['receipt', doc, '-o', `${doc}.notarization.json`]);
+    expect(made.code, describeRun(made)).toBe(0);
+    writeFileSync(join(shared, 'config.json'), '{}\n');
+    mkdirSync(join(shared, 'services'));
+    writeFileSync(join(shared, 'services', 'x.json'), '{}\n');
+    chmodSync(shared, 0o1777);
+    const env = { NOTARIZE_CONFIG_DIR: shared };
+    const named = await bed.main(['verify', doc, '--json'], { env });
+    expect(named.code, describeRun(named)).toBe(0);
+    expect(named.stderr).toContain(`cannot use the store directory ${shared}: it is world-writable`);
+    expect(named.stderr).toContain('documents are checked against their receipts only');
+    const walked = await bed.main(['verify', '-r', join(shared, 'work'), '--json'], { env });
+    expect(walked.code, describeRun(walked)).toBe(0);
+    expect(parseResults(walked.stdout).map((r) => [r.file, r.status, r.source])).toEqual([
+      [doc, 'verified', 'receipt'],
+      [`${doc}.notarization.json`, 'skipped', undefined],
+    ]);
+    // What notarize keeps at its top is still never a document, walked or named.
+    const whole = await bed.main(['verify', '-r', shared, '--json'], { env });
+    expect(whole.code, describeRun(whole)).toBe(2);
+    expect(
+      parseResults(whole.stdout)
+        .map((r) => [r.file, r.status, r.error?.code])
+        .sort(),
+    ).toEqual([
+      [join(shared, 'config.json'), 'failed', 'store_inside'],
+      [join(shared, 'services'), 'failed', 'store_inside'],
+      [doc, 'verified', undefined],
+      [`${doc}.notarization.json`, 'skipped', undefined],
+    ]);
+    const inside = await bed.main(['verify', join(shared, 'services', 'x.json'), '--json'], { env });
+    expect(inside.code, describeRun(inside)).toBe(2);
+    expect(jsonError(inside.stderr).code).toBe('no_documents');
   });
 });
 
