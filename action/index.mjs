@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { accessSync, appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, rmSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
-import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
+import { basename, dirname, extname, isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
@@ -12955,6 +12955,21 @@ function claimedDigest(text) {
 	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
 /**
+* The name register gave the document of `receipt` (a receipt found by
+* digest in `dir`), when it names a path that is not the one checked (its
+* segments `parts`): not the end of it, and not a digest (standard input or
+* --hash, which name no path). Then a receipt of another digest at a fuller
+* name of the checked document counts whatever its date: one run that
+* registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
+* bytes copied over ca/x.txt passed as verified when ca's came first (r101).
+*/
+function anotherDocumentsName(dir, receipt, parts) {
+	const name = relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length);
+	if (/^[0-9a-f]{64}$/.test(name)) return void 0;
+	const named = pathSegments(name);
+	return named.length <= parts.length && named.every((part, i) => part === parts[parts.length - named.length + i]) ? void 0 : named.join("/");
+}
+/**
 * When `receipt`'s registration was completed, in ms: as a v1 receipt says,
 * or for a bare record (written before v1, which does not say) when the
 * service created it, its creationDate (r93: such a receipt was never
@@ -13078,8 +13093,9 @@ var init_evidence = __esmMin((() => {
 		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used) {
 			const matchedReceipt = readReceipt(matchedText);
 			const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : void 0;
-			if (matchedAt === void 0) return void 0;
 			const parts = pathSegments(resolve(path));
+			const ofAnother = used === 0 ? anotherDocumentsName(receiptDir.dir, matched, parts) : void 0;
+			if (matchedAt === void 0 && ofAnother === void 0) return void 0;
 			this.#topFolders ??= topFolders(receiptDir.dir);
 			const folders = await this.#topFolders;
 			for (let keep = parts.length; keep > used; keep--) {
@@ -13090,13 +13106,15 @@ var init_evidence = __esmMin((() => {
 				const receipt = text === void 0 ? void 0 : readReceipt(text);
 				if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
 				const at = registeredMs(receipt);
-				if (at === void 0 || !(at > matchedAt)) continue;
+				const later = at !== void 0 && matchedAt !== void 0 && at > matchedAt;
+				if (!later && ofAnother === void 0) continue;
 				const another = receiptDir.names.includes(fullerName) ? `; it is also the name this run gives another of its documents: if one run registered both, check this one with --receipt ${matched}` : "";
+				const why = later ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build` : `and ${matched}, the receipt of its digest, is named after another document, ${ofAnother}: it may be that document swapped in`;
 				return {
 					status: "modified",
 					source: "receipt",
 					receipt: fuller,
-					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)` + another
+					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, ${why} (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)` + another
 				};
 			}
 		}
@@ -25700,7 +25718,8 @@ No network, no credentials, no store needed. Each document's digest is checked a
 digest, it is modified, a receipt of its digest elsewhere named in the reason; of its digest
 while one of another digest, registered later, is named after more of its path (a run that
 had a namesake), modified too: it may be an older build; with none of
-its name, any there of its digest (checked the same way against fuller names), which says
+its name, any there of its digest (checked the same way against fuller names, whatever the
+dates when its name is not the end of the document's path: a namesake's), which says
 the bytes were registered, not as which artifact: verify the folder register walked to
 check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.

@@ -24,7 +24,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
@@ -398,8 +398,9 @@ export class Evidence {
   ): Promise<Finding | undefined> {
     const matchedReceipt = readReceipt(matchedText);
     const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : undefined;
-    if (matchedAt === undefined) return undefined;
     const parts = pathSegments(resolve(path));
+    const ofAnother = used === 0 ? anotherDocumentsName(receiptDir.dir, matched, parts) : undefined;
+    if (matchedAt === undefined && ofAnother === undefined) return undefined;
     // A receipt named after more of the path sits under a folder named after one of its folders.
     this.#topFolders ??= topFolders(receiptDir.dir);
     const folders = await this.#topFolders;
@@ -411,18 +412,23 @@ export class Evidence {
       const receipt = text === undefined ? undefined : readReceipt(text);
       if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
       const at = registeredMs(receipt);
-      if (at === undefined || !(at > matchedAt)) continue;
+      const later = at !== undefined && matchedAt !== undefined && at > matchedAt;
+      if (!later && ofAnother === undefined) continue;
       const another = receiptDir.names.includes(fullerName)
         ? `; it is also the name this run gives another of its documents: if one run registered both, ` +
           `check this one with --receipt ${matched}`
         : '';
+      const why = later
+        ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of ` +
+          'its digest: it may be an older build'
+        : `and ${matched}, the receipt of its digest, is named after another document, ${ofAnother!}: ` +
+          'it may be that document swapped in';
       return {
         status: 'modified',
         source: 'receipt',
         receipt: fuller,
         reason:
-          `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, registered later ` +
-          `(${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build ` +
+          `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, ${why} ` +
           '(receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)' +
           another,
       };
@@ -443,6 +449,24 @@ export class Evidence {
     }
     return undefined;
   }
+}
+
+/**
+ * The name register gave the document of `receipt` (a receipt found by
+ * digest in `dir`), when it names a path that is not the one checked (its
+ * segments `parts`): not the end of it, and not a digest (standard input or
+ * --hash, which name no path). Then a receipt of another digest at a fuller
+ * name of the checked document counts whatever its date: one run that
+ * registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
+ * bytes copied over ca/x.txt passed as verified when ca's came first (r101).
+ */
+function anotherDocumentsName(dir: string, receipt: string, parts: readonly string[]): string | undefined {
+  const name = relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length);
+  if (/^[0-9a-f]{64}$/.test(name)) return undefined;
+  const named = pathSegments(name);
+  const ends =
+    named.length <= parts.length && named.every((part, i) => part === parts[parts.length - named.length + i]);
+  return ends ? undefined : named.join('/');
 }
 
 /**

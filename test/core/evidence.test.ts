@@ -352,6 +352,55 @@ describe('Evidence.judge: the first source found decides', () => {
     });
   });
 
+  it("found by digest under a namesake's name, a fuller name of its own of another digest: modified, however dated (r101)", async () => {
+    const dir = tempDir();
+    const doc = docAt(dir, 'w', 'ca', 'x.txt');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(join(receipts, 'ca'), { recursive: true });
+    mkdirSync(join(receipts, 'cb'));
+    // One run registered ca/x.txt (OTHER), then cb/x.txt (HASH) 14 ms later; cb's bytes copied over ca/x.txt,
+    // verified alone (named x.txt): found by digest as cb/x.txt, which is not the end of its path.
+    const own = join(receipts, 'ca', 'x.txt.notarization.json');
+    const namesake = join(receipts, 'cb', 'x.txt.notarization.json');
+    writeFileSync(own, receiptOf(OTHER, 'ca/x.txt', '2026-11-20T00:00:00.000Z'));
+    writeFileSync(namesake, receiptOf(HASH, 'cb/x.txt', '2026-11-20T00:00:00.014Z'));
+    const empty = ledgerWith(OTHER, 'unrelated.txt');
+    const alone = { receiptDir: { dir: receipts, names: ['x.txt'] } };
+    expect(await new Evidence(alone, empty).judge(fileItem(doc), 0, HASH)).toEqual({
+      status: 'modified',
+      source: 'receipt',
+      receipt: own,
+      reason:
+        `${own}, named after more of its path, is of another digest, ${OTHER}, and ${namesake}, the receipt of its ` +
+        'digest, is named after another document, cb/x.txt: it may be that document swapped in (receipt names ' +
+        'follow the documents register was given: verify them as registered, or check that receipt with --receipt)',
+    });
+    // Its own bytes: its own receipt decides when found by digest too.
+    expect(await new Evidence(alone, empty).judge(fileItem(doc), 0, OTHER)).toMatchObject({
+      status: 'verified',
+      receipt: own,
+    });
+    // Found under a name that ends its path (x.txt, a later run's of it alone): the dates decide, as before.
+    rmSync(namesake);
+    const shorter = join(receipts, 'x.txt.notarization.json');
+    writeFileSync(shorter, receiptOf(HASH, 'x.txt', '2026-11-21T00:00:00.000Z'));
+    const namedFuller = { receiptDir: { dir: receipts, names: ['w/ca/x.txt'] } };
+    expect(await new Evidence(namedFuller, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: shorter,
+      byDigest: true,
+    });
+    // Named by its digest (standard input, --hash), it names no path: the dates decide.
+    rmSync(shorter);
+    const byDigest = join(receipts, `${HASH}.notarization.json`);
+    writeFileSync(byDigest, receiptOf(HASH, '-', '2026-11-21T00:00:00.000Z'));
+    expect(await new Evidence(alone, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: byDigest,
+      byDigest: true,
+    });
+  });
+
   it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {
     const receipts = tempDir();
     const sources = { receiptDir: { dir: receipts, names: [undefined] } };

@@ -101,6 +101,17 @@ describe('receipt names', () => {
     });
     expect(changed.code, changed.stderr).toBe(6);
     expect(JSON.parse(changed.stdout)).toMatchObject({ status: 'unknown' });
+    // Its namesake's bytes copied over it: they are registered, but as cb/x.txt, and ca/x.txt's own receipt
+    // is of other bytes. Modified, whichever of the two the run registered first (r101: verified when ca/x.txt's).
+    writeFileSync(a, 'same name b');
+    const swapped = await bed.main(['verify', a, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-swapped'), NOTARIZE_API_KEY: '' },
+    });
+    expect(swapped.code, swapped.stderr).toBe(6);
+    expect(JSON.parse(swapped.stdout)).toMatchObject({
+      status: 'modified',
+      receipt: join(dir, 'ca/x.txt.notarization.json'),
+    });
   });
 });
 
