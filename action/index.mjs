@@ -22779,6 +22779,11 @@ var init_verify_outputs = __esmMin((() => {
 	PROBE_UNOWNED_REASON = "inside --receipt-dir, named as the empty file register checks the folder with, but not empty: nothing checked here proves this file (remove it)";
 }));
 // dist/commands/register-inputs.js
+/**
+* What `register` is given, and the documents it makes of it, shared by its
+* two ways of registering: one registration per document (register.ts) and
+* one for all of them (register-aggregate.ts, --aggregate).
+*/
 function displayName(item) {
 	return item.kind === "file" || item.kind === "unusable" ? item.path : item.kind === "stdin" ? "-" : null;
 }
@@ -22810,6 +22815,10 @@ async function listDocuments(options, skip) {
 	}
 	if (options.receiptDir === void 0) return documents;
 	const inReceiptDir = insideDir(options.receiptDir);
+	if (options.storeDir !== void 0 && inReceiptDir(join(options.storeDir, "credentials.json"))) throw new UsageError(`--receipt-dir ${options.receiptDir} holds the notarize store (${options.storeDir}), which holds your token: it would travel with the receipts`, {
+		code: "store_inside",
+		hint: "give the receipts a folder of their own, and keep the store (NOTARIZE_CONFIG_DIR) outside it"
+	});
 	const all = [];
 	const inside = [];
 	const reason = "inside --receipt-dir (receipts are not registered)";
@@ -43837,6 +43846,7 @@ function actionArgv(env) {
 	const description = input(env, "description");
 	if (description !== "" && command === "register") argv.push("--description", description);
 	const receiptDir = input(env, "receipt-dir");
+	if (receiptDir !== "" && insideDir(receiptDir)(join(runnerTemp(env), "notarize-"))) throw new Error(`input receipt-dir ${receiptDir} holds the runner's temporary folder (RUNNER_TEMP), where the action keeps the job's stores (the token among them), which would travel with the receipts: give the receipts a folder of their own (such as \`\${{ runner.temp }}/receipts\`)`);
 	if (receiptDir !== "") argv.push("--receipt-dir", receiptDir);
 	const baseUrl = input(env, "base-url");
 	if (baseUrl !== "") argv.push("--base-url", baseUrl);

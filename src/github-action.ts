@@ -57,6 +57,14 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
   const description = input(env, 'description');
   if (description !== '' && command === 'register') argv.push('--description', description);
   const receiptDir = input(env, 'receipt-dir');
+  if (receiptDir !== '' && insideDir(receiptDir)(join(runnerTemp(env), 'notarize-'))) {
+    // Receipts travel (an artifact upload of the folder), and the token would travel with them (r108).
+    throw new Error(
+      `input receipt-dir ${receiptDir} holds the runner's temporary folder (RUNNER_TEMP), where the action keeps ` +
+        "the job's stores (the token among them), which would travel with the receipts: give the receipts a folder " +
+        'of their own (such as `${{ runner.temp }}/receipts`)',
+    );
+  }
   if (receiptDir !== '') argv.push('--receipt-dir', receiptDir);
   const baseUrl = input(env, 'base-url');
   if (baseUrl !== '') argv.push('--base-url', baseUrl);

@@ -3,6 +3,7 @@
  * two ways of registering: one registration per document (register.ts) and
  * one for all of them (register-aggregate.ts, --aggregate).
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
@@ -122,6 +123,18 @@ export async function listDocuments(
   // The receipts of an earlier run are outputs, never documents: `register
   // -r dist --receipt-dir dist/receipts` run twice must not register them.
   const inReceiptDir = insideDir(options.receiptDir);
+  // Receipts travel (an artifact upload of the folder): the store's token would travel with them (r108:
+  // the Action's receipt-dir set to RUNNER_TEMP, where it keeps the job's stores).
+  if (options.storeDir !== undefined && inReceiptDir(join(options.storeDir, 'credentials.json'))) {
+    throw new UsageError(
+      `--receipt-dir ${options.receiptDir} holds the notarize store (${options.storeDir}), which holds your token: ` +
+        'it would travel with the receipts',
+      {
+        code: 'store_inside',
+        hint: 'give the receipts a folder of their own, and keep the store (NOTARIZE_CONFIG_DIR) outside it',
+      },
+    );
+  }
   const all: Item[] = [];
   const inside: string[] = [];
   const reason = 'inside --receipt-dir (receipts are not registered)';

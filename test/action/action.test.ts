@@ -225,6 +225,35 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(own.outputs.registered).toBe('1');
   });
 
+  it("receipt-dir holding RUNNER_TEMP (the job's stores, the token among them): exit 2, nothing sent", async () => {
+    // r108: receipt-dir set to runner.temp put the receipts beside the job's store, and an upload of them shipped the token.
+    await bed.write('rt-receipts/dist/app.tar.gz', 'receipts asked for in the runner temp folder\n');
+    const job = { RUNNER_TEMP: bed.path('rt-receipts/_temp'), HOME: bed.path('rt-receipts') };
+    mkdirSync(bed.path('rt-receipts/_temp'));
+    for (const receiptDir of ['_temp', '.', bed.path('rt-receipts/_temp')]) {
+      const before = bed.mark();
+      const step = await runActionStep(
+        bed.path('rt-receipts'),
+        { command: 'register', paths: 'dist', 'base-url': url, 'api-key': apiKey, 'receipt-dir': receiptDir },
+        job,
+      );
+      expect(step.run.code, describeRun(step.run)).toBe(2);
+      expect(step.run.stderr).toMatch(
+        /^::error::notarize action: input receipt-dir [^\n]* holds the runner's temporary folder \(RUNNER_TEMP\)[^\n]*\n$/,
+      );
+      expect(step.outputs).toEqual({});
+      expect(bed.callsSince(before)).toEqual([]);
+    }
+    // A folder of its own inside it: written, as any.
+    const own = await runActionStep(
+      bed.path('rt-receipts'),
+      { command: 'register', paths: 'dist', 'base-url': url, 'api-key': apiKey, 'receipt-dir': '_temp/receipts' },
+      job,
+    );
+    expect(own.run.code, describeRun(own.run)).toBe(0);
+    expect(readdirSync(bed.path('rt-receipts/_temp/receipts'))).toEqual(['app.tar.gz.notarization.json']);
+  });
+
   it('exit 5 with nothing kept (a login answered unreadably): no line saying a re-run does not help; the re-run does it', async () => {
     bed.sandbox.addFaults([{ route: 'login', kind: 'truncated', count: 1 }]);
     await bed.write('cut/doc.txt', 'a document whose login answer is cut short\n');

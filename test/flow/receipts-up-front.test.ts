@@ -116,6 +116,25 @@ describe('receipt names', () => {
 });
 
 describe('refused before anything is sent (exit 2)', () => {
+  it('--receipt-dir holding the store, whose token would travel with the receipts (r108)', async () => {
+    const doc = await bed.file('doc.txt', 'the store inside the receipts folder');
+    const dir = join(bed.root, 'R');
+    for (const store of [join(dir, '.notarize'), dir]) {
+      const run = await bed.main(['register', doc, '--receipt-dir', dir, '--json'], {
+        env: { NOTARIZE_CONFIG_DIR: store },
+      });
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(JSON.parse(run.stderr)).toMatchObject({
+        error: {
+          code: 'store_inside',
+          message: `--receipt-dir ${dir} holds the notarize store (${store}), which holds your token: it would travel with the receipts`,
+        },
+      });
+      nothingSent();
+    }
+  });
+
   it('--receipt-dir naming a regular file', async () => {
     const doc = await bed.file('doc.txt', 'receipt dir is a file');
     const notDir = await bed.file('R', 'a file, not a directory');
