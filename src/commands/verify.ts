@@ -18,7 +18,7 @@ import { LedgerIndex } from '../core/ledger.js';
 import { readJsonInput } from '../core/read-input.js';
 import { PARENT_AFTER_NAME, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
 import { insideDir, parentAfterName } from '../path-spelling.js';
-import { InputFileError, NotarizeError, NotNotarizedError, UsageError } from '../errors.js';
+import { InputFileError, NotarizeError, NotNotarizedError, StoreError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, RecordResult } from '../output/present.js';
 import {
@@ -125,8 +125,10 @@ const TITLE = 'notarize verify';
 
 /**
  * The store as verify uses it: read if it is there, never made (verify
- * writes nothing), and not needed. With no store directory, or one that
- * cannot be used (not the user's, world-writable: a warning says why), the
+ * writes no file; as every command, it tightens the rights of the store's
+ * folders, with a warning), and not needed. With no store directory, or one,
+ * or a part of one, that cannot be used (not the user's, world-writable, a
+ * link, config.json damaged: a warning says why), the
  * base URL is the flag's, the environment's or the default, and documents
  * are checked against their receipts only: a ledger left out can only
  * make fewer documents verified, never one more.
@@ -136,22 +138,47 @@ function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'serviceSt
   // exit 2, as by every command. It was passed over, its ledger unread, with no word of why.
   const named = ctx.env.NOTARIZE_CONFIG_DIR ? ctx.store.dir : undefined;
   let usable: boolean | undefined;
+  /** Said once; a store error later (its config.json, its service's folders) makes it unusable too. */
+  const unusable = (error: unknown): false => {
+    if (!(error instanceof NotarizeError)) throw error;
+    ctx.io.warn(`${error.message}: documents are checked against their receipts only`);
+    return (usable = false);
+  };
   const storeUsable = (): boolean => {
     if (usable !== undefined) return usable;
     if (!ctx.storeExists) return (usable = false);
     try {
       ctx.store.prepare();
-      usable = true;
+      return (usable = true);
     } catch (error) {
-      if (!(error instanceof NotarizeError)) throw error;
-      ctx.io.warn(`${error.message}: documents are checked against their receipts only`);
-      usable = false;
+      return unusable(error);
     }
-    return usable;
+  };
+  // r108: config.json a link, a FIFO, another user's or damaged, or a service's folder a link or
+  // world-writable, made verify exit 2 with a receipt that decides; only StoreErrors are the store's
+  // (a bad --base-url or NOTARIZE_BASE_URL is refused again without it, as by every command).
+  const fromStore = <T>(read: () => T, without: () => T): T => {
+    if (storeUsable()) {
+      try {
+        return read();
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        unusable(error);
+      }
+    }
+    return without();
   };
   return {
-    baseUrl: () => (storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore('baseUrl')),
-    serviceStore: () => (storeUsable() ? ctx.serviceStore : undefined),
+    baseUrl: () =>
+      fromStore(
+        () => ctx.baseUrl,
+        () => ctx.settingWithoutStore('baseUrl'),
+      ),
+    serviceStore: () =>
+      fromStore<ServiceStore | undefined>(
+        () => ctx.serviceStore,
+        () => undefined,
+      ),
     // Its files are never documents, usable or not; with none there, nothing to pass over. A folder
     // it cannot use holds none but what notarize keeps at its top: NOTARIZE_CONFIG_DIR=/tmp made every
     // document under /tmp the store's, and verify said "no documents" where it had promised receipts.

@@ -3,13 +3,25 @@
  * sandbox which is then closed (same base URL, so the same ledger, but any
  * request would now fail), and verify/list/show answer from the ledger alone.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
 import { describeRun, type Run } from '../helpers/cli.js';
-import { jsonError, parseResults } from '../helpers/results.js';
+import { jsonError, parseNdjson, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 const hashes: Record<string, string> = {};
@@ -132,6 +144,76 @@ describe('verify, with no store it can use', () => {
     const inside = await bed.main(['verify', join(shared, 'services', 'x.json'), '--json'], { env });
     expect(inside.code, describeRun(inside)).toBe(2);
     expect(jsonError(inside.stderr).code).toBe('no_documents');
+  });
+});
+
+describe('verify, with a part of the store it cannot use', () => {
+  it('config.json damaged or a FIFO, a ledger that is a link, a service folder anyone can write: a warning, receipts decide (r108)', async () => {
+    const receipts = mkdtempSync(join(bed.root, 'receipts-'));
+    const made = await offline(['receipt', bed.path('a.txt'), '-o', join(receipts, 'a.txt.notarization.json')]);
+    expect(made.code, describeRun(made)).toBe(0);
+    const [service] = readdirSync(join(store, 'services'));
+    const serviceDir = join(store, 'services', service!);
+    const ledger = join(serviceDir, 'ledger');
+    // config.json is read for the base URL when neither the flag nor the environment gives it; a service's
+    // folders when that base URL is the sandbox's.
+    const unset: string[] = [];
+    const given = ['--base-url', bed.url];
+    const spoilt: [string, string[], () => void, () => void][] = [
+      [
+        'is damaged (not valid JSON)',
+        unset,
+        () => writeFileSync(join(store, 'config.json'), '{bad', { mode: 0o600 }),
+        () => rmSync(join(store, 'config.json')),
+      ],
+      [
+        'it is not a regular file',
+        unset,
+        () => execFileSync('mkfifo', [join(store, 'config.json')]),
+        () => rmSync(join(store, 'config.json')),
+      ],
+      [
+        'it is a symbolic link',
+        given,
+        () => {
+          renameSync(ledger, `${ledger}.real`);
+          symlinkSync(`${ledger}.real`, ledger);
+        },
+        () => {
+          rmSync(ledger);
+          renameSync(`${ledger}.real`, ledger);
+        },
+      ],
+      ['it is world-writable', given, () => chmodSync(serviceDir, 0o777), () => chmodSync(serviceDir, 0o700)],
+    ];
+    for (const [warning, baseUrl, spoil, mend] of spoilt) {
+      spoil();
+      const run = await offline(
+        ['verify', bed.path('a.txt'), '--receipt-dir', receipts, '--output', 'ndjson', ...baseUrl],
+        {
+          env: { NOTARIZE_BASE_URL: '' },
+          // verify sends nothing: with no base URL given, config.json's is the one read.
+          noBaseUrlCheck: true,
+        },
+      );
+      mend();
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(parseNdjson(run.stdout).map((r) => [r.status, r.source])).toEqual([['verified', 'receipt']]);
+      expect(run.stderr).toContain(warning);
+      expect(run.stderr).toContain('documents are checked against their receipts only');
+    }
+    // Mended: the ledger is read again (b.txt has no receipt there).
+    const whole = await offline([
+      'verify',
+      bed.path('b.txt'),
+      '--receipt-dir',
+      receipts,
+      '--output',
+      'ndjson',
+      '--base-url',
+      bed.url,
+    ]);
+    expect(parseNdjson(whole.stdout).map((r) => [r.status, r.source])).toEqual([['verified', 'ledger']]);
   });
 });
 
