@@ -11078,7 +11078,7 @@ function readReceipt(saved) {
 	if (!("type" in value) || "hash" in value) return readBareRecord(value, text);
 	const { type, version } = value;
 	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
-	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
+	if (version !== 1) return invalid(version === void 0 ? "the receipt has no version" : `unsupported receipt version ${JSON.stringify(version)}`);
 	const parsed = receiptSchema.safeParse(value);
 	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
 	const { document, record, service, proof, registeredAt } = parsed.data;
@@ -12941,7 +12941,12 @@ async function receiptsByDigest(dir) {
 function readQuietly(path) {
 	return readOr(() => readReceiptText(path), () => void 0);
 }
-/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
+/**
+* The digest a receipt's text says its document has, unchecked: as
+* readReceipt reads it, a top-level `hash` makes it a bare record of that
+* hash (r107: indexed by its `document.sha256`, --receipt-dir did not find
+* what --receipt verified), else its `document.sha256`.
+*/
 function claimedDigest(text) {
 	let value;
 	try {
@@ -12951,7 +12956,7 @@ function claimedDigest(text) {
 	}
 	if (typeof value !== "object" || value === null) return void 0;
 	const { document, hash } = value;
-	const claimed = document?.sha256 ?? hash;
+	const claimed = hash ?? document?.sha256;
 	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
 /**
@@ -25784,8 +25789,10 @@ ${examples([
 }
 /**
 * The store as verify uses it: read if it is there, never made (verify
-* writes nothing), and not needed. With no store directory, or one that
-* cannot be used (not the user's, world-writable: a warning says why), the
+* writes no file; as every command, it tightens the rights of the store's
+* folders, with a warning), and not needed. With no store directory, or one,
+* or a part of one, that cannot be used (not the user's, world-writable, a
+* link, config.json damaged: a warning says why), the
 * base URL is the flag's, the environment's or the default, and documents
 * are checked against their receipts only: a ledger left out can only
 * make fewer documents verified, never one more.
@@ -25793,22 +25800,34 @@ ${examples([
 function readOnlyStore(ctx) {
 	const named = ctx.env.NOTARIZE_CONFIG_DIR ? ctx.store.dir : void 0;
 	let usable;
+	/** Said once; a store error later (its config.json, its service's folders) makes it unusable too. */
+	const unusable = (error) => {
+		if (!(error instanceof NotarizeError)) throw error;
+		ctx.io.warn(`${error.message}: documents are checked against their receipts only`);
+		return usable = false;
+	};
 	const storeUsable = () => {
 		if (usable !== void 0) return usable;
 		if (!ctx.storeExists) return usable = false;
 		try {
 			ctx.store.prepare();
-			usable = true;
+			return usable = true;
 		} catch (error) {
-			if (!(error instanceof NotarizeError)) throw error;
-			ctx.io.warn(`${error.message}: documents are checked against their receipts only`);
-			usable = false;
+			return unusable(error);
 		}
-		return usable;
+	};
+	const fromStore = (read, without) => {
+		if (storeUsable()) try {
+			return read();
+		} catch (error) {
+			if (!(error instanceof StoreError)) throw error;
+			unusable(error);
+		}
+		return without();
 	};
 	return {
-		baseUrl: () => storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore("baseUrl"),
-		serviceStore: () => storeUsable() ? ctx.serviceStore : void 0,
+		baseUrl: () => fromStore(() => ctx.baseUrl, () => ctx.settingWithoutStore("baseUrl")),
+		serviceStore: () => fromStore(() => ctx.serviceStore, () => void 0),
 		...ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {},
 		...ctx.storeExists && !storeUsable() ? { storeEntries: (name) => ctx.store.ownsEntry(name) } : {}
 	};

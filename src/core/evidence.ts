@@ -278,7 +278,12 @@ function readQuietly(path: string): Promise<string | undefined> {
   );
 }
 
-/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
+/**
+ * The digest a receipt's text says its document has, unchecked: as
+ * readReceipt reads it, a top-level `hash` makes it a bare record of that
+ * hash (r107: indexed by its `document.sha256`, --receipt-dir did not find
+ * what --receipt verified), else its `document.sha256`.
+ */
 function claimedDigest(text: string | undefined): string | undefined {
   let value: unknown;
   try {
@@ -288,7 +293,7 @@ function claimedDigest(text: string | undefined): string | undefined {
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const { document, hash } = value as { document?: { sha256?: unknown }; hash?: unknown };
-  const claimed = document?.sha256 ?? hash;
+  const claimed = hash ?? document?.sha256;
   return typeof claimed === 'string' ? claimed.toLowerCase() : undefined;
 }
 

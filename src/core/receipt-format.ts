@@ -237,7 +237,11 @@ export function readReceipt(saved: string): ConsistentReceipt | InvalidReceipt {
   if (!('type' in value) || 'hash' in value) return readBareRecord(value, text);
   const { type, version } = value as { type: unknown; version: unknown };
   if (type !== RECEIPT_TYPE) return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
-  if (version !== RECEIPT_VERSION) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
+  if (version !== RECEIPT_VERSION) {
+    return invalid(
+      version === undefined ? 'the receipt has no version' : `unsupported receipt version ${JSON.stringify(version)}`,
+    );
+  }
   const parsed = receiptSchema.safeParse(value);
   if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
   const { document, record, service, proof, registeredAt } = parsed.data;

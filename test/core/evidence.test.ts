@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Evidence, judgeByReceipt, MAX_RECEIPT_BYTES, readReceiptFile } from '../../src/core/evidence.js';
@@ -399,6 +399,26 @@ describe('Evidence.judge: the first source found decides', () => {
       receipt: byDigest,
       byDigest: true,
     });
+  });
+
+  it('a file with a top-level hash is a bare record of it, in --receipt-dir as with --receipt (r107)', async () => {
+    const dir = tempDir();
+    const doc = docAt(dir, 'doc.txt');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(receipts);
+    // A v1 receipt of OTHER with the record of HASH spread at its top: read as that record, of HASH.
+    const spread = { ...(JSON.parse(receiptOf(OTHER, 'doc.txt')) as object), ...JSON.parse(sampleRecord(HASH)) };
+    const file = join(receipts, 'elsewhere.notarization.json');
+    writeFileSync(file, JSON.stringify(spread));
+    const empty = ledgerWith(sha('unrelated'), 'unrelated.txt');
+    expect(judgeByReceipt(HASH, file, readFileSync(file, 'utf8'))).toMatchObject({ status: 'verified' });
+    const sources = { receiptDir: { dir: receipts, names: ['doc.txt'] } };
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: file,
+      byDigest: true,
+    });
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, OTHER)).toEqual({ status: 'unknown' });
   });
 
   it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {

@@ -202,6 +202,8 @@ describe('readReceipt', () => {
       'the receipt\'s type is "sigstore-bundle", not "notarize-receipt"',
     ],
     ['another version', edited((r) => (r.version = 2)), 'unsupported receipt version 2'],
+    // r107: it said "unsupported receipt version undefined".
+    ['no version', edited((r) => delete (r as { version?: number }).version), 'the receipt has no version'],
     [
       'a changed document digest',
       edited((r) => (r.document.sha256 = other)),

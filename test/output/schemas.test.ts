@@ -174,6 +174,15 @@ describe('schemas/receipt-v1.schema.json', () => {
     expect(validateReceipt({ ...written, version: 2 })).toBe(false);
     expect(validateReceipt({ ...written, proof: {} })).toBe(false);
     expect(validateReceipt({ ...written, registeredAt: 'yesterday' })).toBe(false);
+    // r107: what the verifiers read otherwise, or refuse: a top-level hash (a bare record for them), and
+    // integers past 2^53 - 1.
+    expect(validateReceipt({ ...written, hash: (written.record as { hash: string }).hash })).toBe(false);
+    expect(validateReceipt({ ...written, document: { ...(written.document as object), size: 2 ** 53 } })).toBe(false);
+    expectValid(validateReceipt, { ...written, document: { ...(written.document as object), size: 2 ** 53 - 1 } });
+    const big = JSON.parse(proofReceipt) as { proof: Record<string, unknown> };
+    for (const field of ['leafIndex', 'treeSize']) {
+      expect(validateReceipt({ ...big, proof: { ...big.proof, [field]: 2 ** 53 } }), field).toBe(false);
+    }
 
     // Stricter than the two verifiers, as its description says: what they refuse, it refuses.
     const record = written.record as { hash: string };
