@@ -24434,7 +24434,7 @@ var init_register = __esmMin((() => {
 					beforeRequest
 				}, input);
 			} catch (error) {
-				if (!(error instanceof UnderRootSince) || placedAgain) throw error;
+				if (!(error instanceof UnderRootSince) || placedAgain) throw await this.#unsavedRecordReceipt(error, input, index);
 				rooted = await this.#roots.standing(input.hash, index, onStep);
 				outcome = rooted?.outcome;
 			}
@@ -24512,6 +24512,25 @@ var init_register = __esmMin((() => {
 				...self,
 				...written
 			};
+		}
+		/**
+		* `error`, once the receipt of a record the store could not save (quoted in
+		* it: the service sends it only once) is written, and said so in its hint.
+		* The receipts folder is not the store: r108 saw a full or read-only ledger
+		* leave a paid registration with no receipt, and a re-run gets a 409 and no record.
+		*/
+		async #unsavedRecordReceipt(error, input, index) {
+			const { receipts } = this.#documents;
+			if (!receipts || !(error instanceof NotarizeError) || error.unsaved?.what !== "record") return error;
+			const entry = {
+				hash: input.hash,
+				recordJson: error.unsaved.text,
+				completedAt: (/* @__PURE__ */ new Date()).toISOString(),
+				...input.file ? { file: input.file } : {}
+			};
+			const { receipt } = await this.#receiptFor(receipts, index, entry, void 0, input.file?.size);
+			if (receipt !== void 0) error.hint = `its receipt, made from that record, is written: ${receipt}; ${error.hint}`;
+			return error;
 		}
 		/** receiptFor, with what this run learnt: a receipt there claiming a root the service does not have is replaced. */
 		#receiptFor(plan, index, entry, under, size) {

@@ -33,7 +33,7 @@ import {
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
-import { sentAlready, type NotarizeError } from '../errors.js';
+import { NotarizeError, sentAlready } from '../errors.js';
 import { FILES_PER_WORKER, fitConcurrency, refusalAfterSending } from '../fd-shortage.js';
 import type { Spinner } from '../output/io.js';
 import {
@@ -572,7 +572,8 @@ class Registrar {
       try {
         outcome = await register({ ...this.#deps, onStep, beforeRequest }, input);
       } catch (error) {
-        if (!(error instanceof UnderRootSince) || placedAgain) throw error;
+        if (!(error instanceof UnderRootSince) || placedAgain)
+          throw await this.#unsavedRecordReceipt(error, input, index);
         rooted = await this.#roots.standing(input.hash, index, onStep);
         outcome = rooted?.outcome;
       }
@@ -634,6 +635,27 @@ class Registrar {
     if (entry === undefined) return { outcome, ...self };
     const written = await this.#receiptFor(receipts, index, entry, under, input.file?.size);
     return { outcome, ...self, ...written };
+  }
+
+  /**
+   * `error`, once the receipt of a record the store could not save (quoted in
+   * it: the service sends it only once) is written, and said so in its hint.
+   * The receipts folder is not the store: r108 saw a full or read-only ledger
+   * leave a paid registration with no receipt, and a re-run gets a 409 and no record.
+   */
+  async #unsavedRecordReceipt(error: unknown, input: RegisterInput, index: number): Promise<unknown> {
+    const { receipts } = this.#documents;
+    if (!receipts || !(error instanceof NotarizeError) || error.unsaved?.what !== 'record') return error;
+    const entry = {
+      hash: input.hash,
+      recordJson: error.unsaved.text,
+      completedAt: new Date().toISOString(),
+      ...(input.file ? { file: input.file } : {}),
+    };
+    const { receipt } = await this.#receiptFor(receipts, index, entry, undefined, input.file?.size);
+    if (receipt !== undefined)
+      error.hint = `its receipt, made from that record, is written: ${receipt}; ${error.hint!}`;
+    return error;
   }
 
   /** receiptFor, with what this run learnt: a receipt there claiming a root the service does not have is replaced. */

@@ -224,6 +224,45 @@ describe('a receipt that cannot be written after the completion', () => {
   });
 });
 
+describe('a record the store cannot save', () => {
+  it('its receipt is written from the record quoted, exit 1; a re-run, answered 409, keeps it (r108)', async () => {
+    const dir = join(bed.root, 'R');
+    const doc = await bed.file('unsaved.txt', 'a record the ledger refuses');
+    const hash = sha256('a record the ledger refuses');
+    const ledger = join(bed.serviceDir(), 'ledger');
+    // The ledger turns into a file while forfait is answered: the record cannot be saved there.
+    onCall = (call) => {
+      if (call.route !== 'forfait') return;
+      rmSync(ledger, { recursive: true, force: true });
+      writeFileSync(ledger, 'not a directory any more');
+    };
+    const run = await bed.main(['register', doc, '--receipt-dir', dir, '--json']);
+    expect(run.code, run.stderr).toBe(1);
+    const receipt = join(dir, 'unsaved.txt.notarization.json');
+    expect(run.stderr).toContain(`its record could not be saved`);
+    expect(run.stderr).toContain(`its receipt, made from that record, is written: ${receipt}`);
+    const record = bed.sandbox.records.get(hash);
+    expect(JSON.parse(readFileSync(receipt, 'utf8'))).toMatchObject({ document: { sha256: hash }, record });
+
+    // Mended, a re-run completes the session kept pending (409: paid already, no record) and keeps that
+    // receipt; verify finds it.
+    onCall = undefined;
+    rmSync(ledger);
+    const forfaits = bed.calls('forfait');
+    const records = bed.sandbox.records.size;
+    const rerun = await bed.main(['register', doc, '--receipt-dir', dir, '--json']);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(JSON.parse(rerun.stdout)).toMatchObject({ status: 'already-registered' });
+    expect(rerun.stderr).toContain(`receipt: ${receipt}`);
+    expect(bed.calls('forfait')).toBe(forfaits + 1);
+    expect(bed.sandbox.records.size).toBe(records);
+    const verified = await bed.main(['verify', doc, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-unsaved'), NOTARIZE_API_KEY: '' },
+    });
+    expect(verified.code, verified.stderr).toBe(0);
+  });
+});
+
 describe('re-runs with receipts', () => {
   it('register -r dist --receipt-dir dist/receipts twice: the receipts are never registered', async () => {
     await bed.file('dist/app.tar.gz', 'app');
