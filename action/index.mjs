@@ -14283,6 +14283,17 @@ function notALock(file, why) {
 	return new StoreError(file, `lock file ${file} is not a lock: ${why}`, { hint: "notarize never makes one like it: remove it, or use a store of your own" });
 }
 /**
+* Throws when something at a lock's path is no lock notarize makes (a link,
+* a FIFO, a folder): a check up front, for a lock taken only after a request
+* (the store's credentials.lock, after a login: r108), which would otherwise
+* fail with the token unsaved, on every run.
+*/
+function refuseNonLock(file) {
+	const info = lstatSync(file, { throwIfNoEntry: false });
+	if (info === void 0 || info.isFile()) return;
+	throw notALock(file, info.isSymbolicLink() ? "it is a symbolic link" : "it is not a regular file");
+}
+/**
 * The lock timing of a run that says a long wait on `info` (LockTiming.onWaiting):
 * once for waits that overlap, as a batch's documents all waiting on one holder
 * do (r100: twelve identical lines), and again for a wait that starts after they
@@ -43048,6 +43059,7 @@ var init_store = __esmMin((() => {
 			if (parentAfterName(this.#given)) throw new StoreError(this.#given, `cannot use the store directory ${this.#given}: it is spelt with '..' after a folder's name, which after a link names another folder than resolving it does`, { hint: "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR" });
 			if (ensurePrivateDir(this.dir, isStoreEntry)) this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
 			for (const sub of ["locks", "services"].map((name) => join(this.dir, name))) if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
+			for (const name of ["config", "credentials"]) refuseNonLock(join(this.dir, "locks", `${name}.lock`));
 			this.#prepared = true;
 		}
 		/** Whether an entry of this store's folder, by its name, is one notarize keeps there. */

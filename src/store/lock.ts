@@ -93,6 +93,18 @@ function notALock(file: string, why: string): StoreError {
   });
 }
 /**
+ * Throws when something at a lock's path is no lock notarize makes (a link,
+ * a FIFO, a folder): a check up front, for a lock taken only after a request
+ * (the store's credentials.lock, after a login: r108), which would otherwise
+ * fail with the token unsaved, on every run.
+ */
+export function refuseNonLock(file: string): void {
+  const info = lstatSync(file, { throwIfNoEntry: false });
+  if (info === undefined || info.isFile()) return;
+  throw notALock(file, info.isSymbolicLink() ? 'it is a symbolic link' : 'it is not a regular file');
+}
+
+/**
  * L: a lock seen unchanged for this long is stale. 12 s leaves the owner's
  * timer 8 s of slack (two missed refreshes) and keeps a dead owner's lock,
  * in a namespace or host we cannot inspect, from blocking its hash for long.

@@ -53,7 +53,7 @@ import {
   writeFileAtomic,
 } from './files.js';
 import { diskRefused, diskRefusedBeforeSending } from './disk.js';
-import { releaseOwnLock, withLock } from './lock.js';
+import { refuseNonLock, releaseOwnLock, withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
 /**
@@ -185,6 +185,7 @@ export class Store {
     for (const sub of ['locks', 'services'].map((name) => join(this.dir, name))) {
       if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
     }
+    for (const name of ['config', 'credentials']) refuseNonLock(join(this.dir, 'locks', `${name}.lock`));
     this.#prepared = true;
   }
 

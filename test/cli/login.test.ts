@@ -1,10 +1,11 @@
 /** runLogin and runLogout in process against a sandbox on port 0: the token stored and forgotten, as data. */
-import { existsSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runLogin, type LoginOptions } from '../../src/commands/login.js';
 import { runLogout } from '../../src/commands/logout.js';
-import { parseFaults, SANDBOX_USER } from '../../src/sandbox/server.js';
+import { parseFaults, SANDBOX_USER, type SandboxCall } from '../../src/sandbox/server.js';
 import { present } from '../../src/output/present.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
@@ -15,7 +16,15 @@ import { runMain } from '../helpers/main.js';
 import { handMadeJwt } from '../helpers/sandbox.js';
 
 let bed: Bed;
-useBed((created) => (bed = created));
+/** Called with every sandbox call once answered (set by a test, reset before each). */
+let onCall: ((call: SandboxCall) => void) | undefined;
+useBed(
+  (created) => {
+    bed = created;
+    onCall = undefined;
+  },
+  { sandbox: { onCall: (call) => onCall?.(call) } },
+);
 
 function options(t: TestContext, overrides: Partial<LoginOptions> = {}): LoginOptions {
   const { ctx } = t;
@@ -117,12 +126,35 @@ describe('runLogin and runLogout', () => {
     },
   );
 
-  it('a token that cannot be stored once the login was sent (its lock a link): exit 1, never 2', async () => {
-    const t = contextFor(bed);
+  it('a lock of the token that is a link, a FIFO or a folder: refused before the login is sent, exit 2 (r108)', async () => {
     const locks = join(bed.storeDir, 'locks');
     mkdirSync(locks, { recursive: true, mode: 0o700 });
-    symlinkSync(join(bed.root, 'elsewhere'), join(locks, 'credentials.lock'));
-    await expect(runLogin(options(t, { envApiKey: bed.sandbox.apiKey }))).rejects.toMatchObject({
+    const lock = join(locks, 'credentials.lock');
+    const plants: [string, () => void][] = [
+      ['it is a symbolic link', () => symlinkSync(join(bed.root, 'elsewhere'), lock)],
+      ['it is not a regular file', () => execFileSync('mkfifo', [lock])],
+      ['it is not a regular file', () => mkdirSync(lock)],
+    ];
+    for (const [why, plant] of plants) {
+      plant();
+      // It was found once the login had gone through: exit 1, the token unsaved, and so on every run.
+      await expect(runLogin(options(contextFor(bed), { envApiKey: bed.sandbox.apiKey }))).rejects.toMatchObject({
+        exitCode: 2,
+        message: `lock file ${lock} is not a lock: ${why}`,
+      });
+      rmSync(lock, { recursive: true });
+    }
+    expect(bed.sandbox.calls).toEqual([]);
+    expect(existsSync(join(bed.root, 'elsewhere'))).toBe(false);
+  });
+
+  it('a token that cannot be stored once the login was sent (its lock made a link meanwhile): exit 1, never 2', async () => {
+    const locks = join(bed.storeDir, 'locks');
+    mkdirSync(locks, { recursive: true, mode: 0o700 });
+    onCall = (call) => {
+      if (call.route === 'login') symlinkSync(join(bed.root, 'elsewhere'), join(locks, 'credentials.lock'));
+    };
+    await expect(runLogin(options(contextFor(bed), { envApiKey: bed.sandbox.apiKey }))).rejects.toMatchObject({
       exitCode: 1,
       message: expect.stringMatching(/^the login went through, but its token was not stored: .*symbolic link/),
     });
