@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { Context } from '../context.js';
 import { cleanSecret } from '../secrets.js';
 import type { ValueResult } from '../output/present.js';
-import type { Store } from '../store/store.js';
+import { otherNamesWarning, type Store } from '../store/store.js';
 import { finish, viewWithoutTables } from './action.js';
 import { examples } from './options.js';
 
@@ -42,21 +42,13 @@ export async function runLogout(options: LogoutOptions): Promise<ValueResult> {
     ...(cleanSecret(options.envToken) === undefined
       ? []
       : ['NOTARIZE_TOKEN is set in the environment and is still used']),
-    ...(had && otherNames !== undefined ? [otherNamesWarning(store.credentialsPath, otherNames)] : []),
+    ...(had && otherNames !== undefined
+      ? [otherNamesWarning(store.credentialsPath, otherNames, 'this token, and every other it held then,')]
+      : []),
   ];
   return {
     kind: 'value',
     info: [had ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`],
     ...(warnings.length === 0 ? {} : { warnings }),
   };
-}
-
-/** The old credentials file lives on under its other names (hard links), the token in it: where to find them. */
-function otherNamesWarning(path: string, { count, inode }: { count: number; inode: number }): string {
-  const names = count === 1 ? 'another name (a hard link)' : `${count} other names (hard links)`;
-  const them = count === 1 ? 'it' : 'them';
-  return (
-    `${path} had ${names}, where this token, and every other it held then, is still stored: find ${them} with ` +
-    `\`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete ${them}`
-  );
 }

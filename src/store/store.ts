@@ -309,6 +309,9 @@ export class Store {
    * meanwhile, are kept.
    */
   async setToken(baseUrl: string, token: string, key: KeyTrace): Promise<void> {
+    // Counted before the rewrite, which leaves the old file to its other names (r108: said by logout
+    // only, while a login again had already separated them, the earlier token kept there unsaid).
+    const otherNames = this.credentialsOtherNames();
     // A token comes from a login, which was sent: a disk refusing it is no "nothing was sent".
     await this.#change(
       'credentials',
@@ -324,6 +327,8 @@ export class Store {
       },
       'the login went through, but its token was not stored',
     );
+    if (otherNames)
+      this.#warn(otherNamesWarning(this.credentialsPath, otherNames, 'every token it held before this login'));
   }
 
   /** Forgets the token of a service; resolves to whether there was one. */
@@ -522,6 +527,23 @@ export class Store {
       });
     }
   }
+}
+
+/**
+ * The old credentials file lives on under its other names (hard links),
+ * `what` in it: where to find them.
+ */
+export function otherNamesWarning(
+  path: string,
+  { count, inode }: { count: number; inode: number },
+  what: string,
+): string {
+  const names = count === 1 ? 'another name (a hard link)' : `${count} other names (hard links)`;
+  const them = count === 1 ? 'it' : 'them';
+  return (
+    `${path} had ${names}, where ${what} is still stored: find ${them} with ` +
+    `\`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete ${them}`
+  );
 }
 
 /** The longest readable part of a service directory name; the digest after it tells URLs apart. */

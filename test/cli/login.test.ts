@@ -188,10 +188,16 @@ describe('credentials.json with another name (a hard link, made by a backup tool
     linkSync(bed.credentialsFile, other);
     const inode = statSync(other).ino;
 
-    // A login again rewrites credentials.json as a new file: the other name keeps the old one.
+    // A login again rewrites credentials.json as a new file: the other name keeps the old one, said so
+    // (r108: only a logout said it, once the other name no longer shared the file).
+    const before = t.stderr().length;
     await runLogin(options(t, { envApiKey: bed.sandbox.apiKey }));
     expect(statSync(bed.credentialsFile).ino).not.toBe(inode);
     expect(readFileSync(other, 'utf8')).toContain(token);
+    expect(t.stderr().slice(before)).toContain(
+      `warning: ${bed.credentialsFile} had another name (a hard link), where every token it held before this login ` +
+        `is still stored: find it with \`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete it`,
+    );
     const second = bed.storedTokens()[bed.url]!;
     linkSync(bed.credentialsFile, join(bed.root, 'backup-2.json'));
     const linked = statSync(bed.credentialsFile).ino;
