@@ -23039,6 +23039,8 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
 		#unrecordedRoots = /* @__PURE__ */ new Set();
+		/** Roots completed whose record the store could not save: the date their receipts are written with, and whether that was said. */
+		#unsavedRecords = /* @__PURE__ */ new Map();
 		/** The record of each root with none here, as the receipts in --receipt-dir carry it. */
 		#rootRecords;
 		/** The roots asked about in this run, for receipts and manifests alike: once each, 16 unknown at most. */
@@ -23806,6 +23808,36 @@ var init_register_aggregate = __esmMin((() => {
 			return failure;
 		}
 		/** The result of one document, from its root's; its receipt written when the root has a record. */
+		/**
+		* The receipt of a document under a root whose record the store could not
+		* save (`error` quotes it: the service sends it only once), written from
+		* that record; said once a root. A re-run's completion is answered 409 and
+		* keeps these receipts (r108: none was written, and none could be later).
+		*/
+		async #unsavedRecordReceipt(doc, { tree, leafIndex }, error) {
+			const plan = this.#documents.receipts;
+			if (plan === void 0 || error.unsaved?.what !== "record") return;
+			const { root } = tree.entry;
+			let unsaved = this.#unsavedRecords.get(root);
+			if (unsaved === void 0) this.#unsavedRecords.set(root, unsaved = {
+				at: (/* @__PURE__ */ new Date()).toISOString(),
+				said: false
+			});
+			let proof;
+			try {
+				proof = tree.proof(leafIndex, this.#store.treeFile(root));
+			} catch {
+				return;
+			}
+			const { receipt } = await this.#receipt(plan, doc, {
+				recordJson: error.unsaved.text,
+				completedAt: unsaved.at
+			}, proof);
+			if (receipt !== void 0 && !unsaved.said) {
+				unsaved.said = true;
+				this.#options.io.warn(`the record of the Merkle root ${root} could not be saved: the receipts of its documents are written from the record quoted, in ${plan.dir}`);
+			}
+		}
 		async #settle(doc, placement, rootResult) {
 			const { tree, leafIndex } = placement;
 			const { root } = tree.entry;
@@ -23814,7 +23846,9 @@ var init_register_aggregate = __esmMin((() => {
 					this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 					return;
 				}
-				this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
+				const error = asNotarizeError(rootResult.error);
+				await this.#unsavedRecordReceipt(doc, placement, error);
+				this.#fail(doc.index, doc.file, doc.sha256, error);
 				return;
 			}
 			let proof;

@@ -99,6 +99,8 @@ export class Aggregator {
   #total = 0;
   /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
   readonly #unrecordedRoots = new Set<string>();
+  /** Roots completed whose record the store could not save: the date their receipts are written with, and whether that was said. */
+  readonly #unsavedRecords = new Map<string, { at: string; said: boolean }>();
   /** The record of each root with none here, as the receipts in --receipt-dir carry it. */
   readonly #rootRecords: RootRecordsInReceipts | undefined;
   /** The roots asked about in this run, for receipts and manifests alike: once each, 16 unknown at most. */
@@ -1019,6 +1021,40 @@ export class Aggregator {
   }
 
   /** The result of one document, from its root's; its receipt written when the root has a record. */
+  /**
+   * The receipt of a document under a root whose record the store could not
+   * save (`error` quotes it: the service sends it only once), written from
+   * that record; said once a root. A re-run's completion is answered 409 and
+   * keeps these receipts (r108: none was written, and none could be later).
+   */
+  async #unsavedRecordReceipt(doc: Hashed, { tree, leafIndex }: Placement, error: NotarizeError): Promise<void> {
+    const plan = this.#documents.receipts;
+    if (plan === undefined || error.unsaved?.what !== 'record') return;
+    const { root } = tree.entry;
+    let unsaved = this.#unsavedRecords.get(root);
+    if (unsaved === undefined)
+      this.#unsavedRecords.set(root, (unsaved = { at: new Date().toISOString(), said: false }));
+    let proof;
+    try {
+      proof = tree.proof(leafIndex, this.#store.treeFile(root));
+    } catch {
+      return; // A tree changed since it was placed: its failure is the root's, already said.
+    }
+    const { receipt } = await this.#receipt(
+      plan,
+      doc,
+      { recordJson: error.unsaved.text, completedAt: unsaved.at },
+      proof,
+    );
+    if (receipt !== undefined && !unsaved.said) {
+      unsaved.said = true;
+      this.#options.io.warn(
+        `the record of the Merkle root ${root} could not be saved: the receipts of its documents are written ` +
+          `from the record quoted, in ${plan.dir}`,
+      );
+    }
+  }
+
   async #settle(doc: Hashed, placement: Placement, rootResult: RootResult): Promise<void> {
     const { tree, leafIndex } = placement;
     const { root } = tree.entry;
@@ -1027,7 +1063,9 @@ export class Aggregator {
         this.#items.add(doc.index, itemResult(doc.file, doc.sha256, 'skipped', { reason: FAIL_FAST_REASON }));
         return;
       }
-      this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
+      const error = asNotarizeError(rootResult.error);
+      await this.#unsavedRecordReceipt(doc, placement, error);
+      this.#fail(doc.index, doc.file, doc.sha256, error);
       return;
     }
     let proof;

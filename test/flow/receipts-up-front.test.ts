@@ -263,6 +263,50 @@ describe('a record the store cannot save', () => {
   });
 });
 
+describe('a root record the store cannot save (--aggregate)', () => {
+  it('the receipts of its documents are written from the record quoted, exit 1; a re-run keeps them (r108)', async () => {
+    const dir = join(bed.root, 'R');
+    const a = await bed.file('agg/a.txt', 'under a root whose record the ledger refuses, a');
+    const b = await bed.file('agg/b.txt', 'under a root whose record the ledger refuses, b');
+    const ledger = join(bed.serviceDir(), 'ledger');
+    onCall = (call) => {
+      if (call.route !== 'forfait') return;
+      rmSync(ledger, { recursive: true, force: true });
+      writeFileSync(ledger, 'not a directory any more');
+    };
+    const run = await bed.main(['register', '--aggregate', a, b, '--receipt-dir', dir, '--output', 'ndjson']);
+    expect(run.code, run.stderr).toBe(1);
+    expect(parseNdjson(run.stdout).map((r) => r.status)).toEqual(['failed', 'failed']);
+    const root = [...bed.sandbox.records.keys()].at(-1)!;
+    expect(run.stderr).toContain(
+      `the record of the Merkle root ${root} could not be saved: the receipts of its documents are written from the record quoted, in ${dir}`,
+    );
+    for (const [doc, name] of [
+      [a, 'a.txt'],
+      [b, 'b.txt'],
+    ] as const) {
+      const receipt = JSON.parse(readFileSync(join(dir, `${name}.notarization.json`), 'utf8')) as ReceiptFields;
+      expect(receipt).toMatchObject({ document: { sha256: sha256(readFileSync(doc)) }, record: { hash: root } });
+      expect(receipt.proof).toMatchObject({ root });
+    }
+
+    onCall = undefined;
+    rmSync(ledger);
+    const records = bed.sandbox.records.size;
+    const rerun = await bed.main(['register', '--aggregate', a, b, '--receipt-dir', dir, '--output', 'ndjson']);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(parseNdjson(rerun.stdout).map((r) => [r.status, r.receipt])).toEqual([
+      ['already-registered', join(dir, 'a.txt.notarization.json')],
+      ['already-registered', join(dir, 'b.txt.notarization.json')],
+    ]);
+    expect(bed.sandbox.records.size).toBe(records);
+    const verified = await bed.main(['verify', a, b, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-unsaved-root'), NOTARIZE_API_KEY: '' },
+    });
+    expect(verified.code, verified.stderr).toBe(0);
+  });
+});
+
 describe('re-runs with receipts', () => {
   it('register -r dist --receipt-dir dist/receipts twice: the receipts are never registered', async () => {
     await bed.file('dist/app.tar.gz', 'app');
