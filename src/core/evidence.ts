@@ -355,17 +355,18 @@ export class Evidence {
       return finding;
     }
     if (receiptDir) {
-      const found = await this.#ofDigest(receiptDir.dir, hash);
+      const all = await this.#allOfDigest(receiptDir.dir, hash);
       // Found under another name: the same check (r94: a document added to the run changed the swapped
       // build's name to one with no receipt, and it was verified), against every name of its path, its
       // last element alone included: this run's name has no receipt, and the one found may be named after
       // none of it (r96: app-linux/app.tgz hid linux/app.tgz).
-      if (found && item.kind === 'file') {
+      if (all.length > 0 && item.kind === 'file') {
+        const { found, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
         const { receipt, text: foundText } = found;
-        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0);
-        if (later) return later;
+        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0, ofAnother);
+        return later ?? { ...found.finding, byDigest: true };
       }
-      if (found) return { ...found.finding, byDigest: true };
+      if (all.length > 0) return { ...all[0]!.finding, byDigest: true };
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }
@@ -400,11 +401,11 @@ export class Evidence {
     matched: string,
     matchedText: string,
     used: number,
+    ofAnother?: string,
   ): Promise<Finding | undefined> {
     const matchedReceipt = readReceipt(matchedText);
     const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : undefined;
     const parts = pathSegments(resolve(path));
-    const ofAnother = used === 0 ? anotherDocumentsName(receiptDir.dir, matched, parts) : undefined;
     if (matchedAt === undefined && ofAnother === undefined) return undefined;
     // A receipt named after more of the path sits under a folder named after one of its folders.
     this.#topFolders ??= topFolders(receiptDir.dir);
@@ -445,33 +446,66 @@ export class Evidence {
    * The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of
    * this document): its finding, path and text.
    */
-  async #ofDigest(dir: string, hash: string): Promise<{ finding: Finding; receipt: string; text: string } | undefined> {
+  async #ofDigest(dir: string, hash: string): Promise<OfDigest | undefined> {
+    for await (const found of this.#receiptsOfDigest(dir, hash)) return found;
+    return undefined;
+  }
+
+  /** Every receipt in `dir` of digest `hash` that holds together, in name order. */
+  async #allOfDigest(dir: string, hash: string): Promise<OfDigest[]> {
+    const all: OfDigest[] = [];
+    for await (const found of this.#receiptsOfDigest(dir, hash)) all.push(found);
+    return all;
+  }
+
+  async *#receiptsOfDigest(dir: string, hash: string): AsyncGenerator<OfDigest> {
     this.#byDigest ??= receiptsByDigest(dir);
     for (const path of (await this.#byDigest).get(hash) ?? []) {
       const text = await readQuietly(path);
       const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
-      if (finding?.status === 'verified') return { finding, receipt: path, text: text! };
+      if (finding?.status === 'verified') yield { finding, receipt: path, text: text! };
     }
-    return undefined;
   }
 }
 
+/** A receipt found by its digest: what it says of the document, its path and text. */
+interface OfDigest {
+  finding: Finding;
+  receipt: string;
+  text: string;
+}
+
 /**
- * The name register gave the document of `receipt` (a receipt found by
- * digest in `dir`), when it names a path that is not the one checked (its
- * segments `parts`): not the end of it, and not a digest (standard input or
- * --hash, which name no path). Then a receipt of another digest at a fuller
- * name of the checked document counts whatever its date: one run that
- * registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
- * bytes copied over ca/x.txt passed as verified when ca's came first (r101).
+ * Which receipt of its digest, among `all` in `dir` (none under the name
+ * checked), speaks for a document (its path's segments `parts`), by the
+ * names register gave their documents: first one named after the end of its
+ * path (a later run of it alone, or from another folder: the dates of
+ * fuller names decide); else one named after another document, whose name is
+ * returned: then a receipt of another digest at a fuller name of the
+ * document counts whatever its date (one run that registered `ca/x.txt`
+ * beside `cb/x.txt` wrote both, 14 ms apart, and cb's bytes copied over
+ * ca/x.txt passed as verified when ca's came first: r101); else one named by
+ * its digest (standard input, --hash), which names no path. Every receipt
+ * is weighed, not the first by name: one named by the digest, or an
+ * identical file's, sorted before the others and decided alone (r109).
  */
-function anotherDocumentsName(dir: string, receipt: string, parts: readonly string[]): string | undefined {
-  const name = relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length);
-  if (/^[0-9a-f]{64}$/.test(name)) return undefined;
-  const named = pathSegments(name);
-  const ends =
-    named.length <= parts.length && named.every((part, i) => part === parts[parts.length - named.length + i]);
-  return ends ? undefined : named.join('/');
+function chooseByName(
+  dir: string,
+  all: readonly OfDigest[],
+  parts: readonly string[],
+): { found: OfDigest; ofAnother?: string } {
+  const named = all.map((found) => {
+    const name = relative(dir, found.receipt).slice(0, -RECEIPT_SUFFIX.length);
+    const segments = pathSegments(name);
+    const ends =
+      segments.length <= parts.length &&
+      segments.every((part, i) => part === parts[parts.length - segments.length + i]);
+    return { found, byDigest: /^[0-9a-f]{64}$/.test(name), ends, name: segments.join('/') };
+  });
+  const ending = named.find((one) => !one.byDigest && one.ends);
+  if (ending) return { found: ending.found };
+  const another = named.find((one) => !one.byDigest);
+  return another ? { found: another.found, ofAnother: another.name } : { found: all[0]! };
 }
 
 /**

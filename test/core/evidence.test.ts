@@ -401,6 +401,52 @@ describe('Evidence.judge: the first source found decides', () => {
     });
   });
 
+  it('found by digest, every receipt of it is weighed, not the first by name (r109)', async () => {
+    const dir = tempDir();
+    const empty = ledgerWith(sha('unrelated'), 'unrelated.txt');
+    // r109 #1: a receipt named by the digest (stdin, --hash) sorted before the namesake's, and hid it.
+    const swapped = docAt(dir, 'site', 'ca', 'x.txt');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(join(receipts, 'ca'), { recursive: true });
+    mkdirSync(join(receipts, 'cb'));
+    const own = join(receipts, 'ca', 'x.txt.notarization.json');
+    writeFileSync(own, receiptOf(OTHER, 'ca/x.txt', '2026-11-20T00:00:00.000Z'));
+    writeFileSync(
+      join(receipts, 'cb', 'x.txt.notarization.json'),
+      receiptOf(HASH, 'cb/x.txt', '2026-11-20T00:00:00.014Z'),
+    );
+    writeFileSync(join(receipts, `${HASH}.notarization.json`), receiptOf(HASH, '-', '2026-11-21T00:00:00.000Z'));
+    const alone = { receiptDir: { dir: receipts, names: ['x.txt'] } };
+    expect(await new Evidence(alone, empty).judge(fileItem(swapped), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: own,
+      reason: expect.stringContaining('is named after another document, cb/x.txt') as string,
+    });
+    // r109 #2: identical files of one release (a/logo.png, b/logo.png); b's own receipt ends its path and
+    // decides, whatever sorts first; the older release's fuller name is older.
+    const shared = join(dir, 'shared');
+    mkdirSync(join(shared, 'site', 'b'), { recursive: true });
+    mkdirSync(join(shared, 'a'));
+    mkdirSync(join(shared, 'b'));
+    writeFileSync(
+      join(shared, 'site', 'b', 'logo.png.notarization.json'),
+      receiptOf(OTHER, 'site/b/logo.png', '2026-11-01T00:00:00Z'),
+    );
+    writeFileSync(
+      join(shared, 'a', 'logo.png.notarization.json'),
+      receiptOf(HASH, 'a/logo.png', '2026-11-20T00:00:00Z'),
+    );
+    const ownLogo = join(shared, 'b', 'logo.png.notarization.json');
+    writeFileSync(ownLogo, receiptOf(HASH, 'b/logo.png', '2026-11-20T00:00:00Z'));
+    const logo = docAt(dir, 'w', 'site', 'b', 'logo.png');
+    const named = { receiptDir: { dir: shared, names: ['logo.png'] } };
+    expect(await new Evidence(named, empty).judge(fileItem(logo), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: ownLogo,
+      byDigest: true,
+    });
+  });
+
   it('a file with a top-level hash is a bare record of it, in --receipt-dir as with --receipt (r107)', async () => {
     const dir = tempDir();
     const doc = docAt(dir, 'doc.txt');
