@@ -12960,19 +12960,38 @@ function claimedDigest(text) {
 	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
 /**
-* The name register gave the document of `receipt` (a receipt found by
-* digest in `dir`), when it names a path that is not the one checked (its
-* segments `parts`): not the end of it, and not a digest (standard input or
-* --hash, which name no path). Then a receipt of another digest at a fuller
-* name of the checked document counts whatever its date: one run that
-* registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
-* bytes copied over ca/x.txt passed as verified when ca's came first (r101).
+* Which receipt of its digest, among `all` in `dir` (none under the name
+* checked), speaks for a document (its path's segments `parts`), by the
+* names register gave their documents: first one named after the end of its
+* path (a later run of it alone, or from another folder: the dates of
+* fuller names decide); else one named after another document, whose name is
+* returned: then a receipt of another digest at a fuller name of the
+* document counts whatever its date (one run that registered `ca/x.txt`
+* beside `cb/x.txt` wrote both, 14 ms apart, and cb's bytes copied over
+* ca/x.txt passed as verified when ca's came first: r101); else one named by
+* its digest (standard input, --hash), which names no path. Every receipt
+* is weighed, not the first by name: one named by the digest, or an
+* identical file's, sorted before the others and decided alone (r109).
 */
-function anotherDocumentsName(dir, receipt, parts) {
-	const name = relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length);
-	if (/^[0-9a-f]{64}$/.test(name)) return void 0;
-	const named = pathSegments(name);
-	return named.length <= parts.length && named.every((part, i) => part === parts[parts.length - named.length + i]) ? void 0 : named.join("/");
+function chooseByName(dir, all, parts) {
+	const named = all.map((found) => {
+		const name = relative(dir, found.receipt).slice(0, -RECEIPT_SUFFIX.length);
+		const segments = pathSegments(name);
+		const ends = segments.length <= parts.length && segments.every((part, i) => part === parts[parts.length - segments.length + i]);
+		return {
+			found,
+			byDigest: /^[0-9a-f]{64}$/.test(name),
+			ends,
+			name: segments.join("/")
+		};
+	});
+	const ending = named.find((one) => !one.byDigest && one.ends);
+	if (ending) return { found: ending.found };
+	const another = named.find((one) => !one.byDigest);
+	return another ? {
+		found: another.found,
+		ofAnother: another.name
+	} : { found: all[0] };
 }
 /**
 * When `receipt`'s registration was completed, in ms: as a v1 receipt says,
@@ -13059,14 +13078,17 @@ var init_evidence = __esmMin((() => {
 				return finding;
 			}
 			if (receiptDir) {
-				const found = await this.#ofDigest(receiptDir.dir, hash);
-				if (found && item.kind === "file") {
+				const all = await this.#allOfDigest(receiptDir.dir, hash);
+				if (all.length > 0 && item.kind === "file") {
+					const { found, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
 					const { receipt, text: foundText } = found;
-					const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0);
-					if (later) return later;
+					return await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0, ofAnother) ?? {
+						...found.finding,
+						byDigest: true
+					};
 				}
-				if (found) return {
-					...found.finding,
+				if (all.length > 0) return {
+					...all[0].finding,
 					byDigest: true
 				};
 			}
@@ -13095,11 +13117,10 @@ var init_evidence = __esmMin((() => {
 		* `register -r dist public`: r96), is said so in the reason, with the way
 		* to check it (--receipt).
 		*/
-		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used) {
+		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used, ofAnother) {
 			const matchedReceipt = readReceipt(matchedText);
 			const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : void 0;
 			const parts = pathSegments(resolve(path));
-			const ofAnother = used === 0 ? anotherDocumentsName(receiptDir.dir, matched, parts) : void 0;
 			if (matchedAt === void 0 && ofAnother === void 0) return void 0;
 			this.#topFolders ??= topFolders(receiptDir.dir);
 			const folders = await this.#topFolders;
@@ -13128,11 +13149,20 @@ var init_evidence = __esmMin((() => {
 		* this document): its finding, path and text.
 		*/
 		async #ofDigest(dir, hash) {
+			for await (const found of this.#receiptsOfDigest(dir, hash)) return found;
+		}
+		/** Every receipt in `dir` of digest `hash` that holds together, in name order. */
+		async #allOfDigest(dir, hash) {
+			const all = [];
+			for await (const found of this.#receiptsOfDigest(dir, hash)) all.push(found);
+			return all;
+		}
+		async *#receiptsOfDigest(dir, hash) {
 			this.#byDigest ??= receiptsByDigest(dir);
 			for (const path of (await this.#byDigest).get(hash) ?? []) {
 				const text = await readQuietly(path);
 				const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
-				if (finding?.status === "verified") return {
+				if (finding?.status === "verified") yield {
 					finding,
 					receipt: path,
 					text
@@ -22831,10 +22861,14 @@ async function listDocuments(options, skip) {
 	}
 	if (options.receiptDir === void 0) return documents;
 	const inReceiptDir = insideDir(options.receiptDir);
-	if (options.storeDir !== void 0 && inReceiptDir(join(options.storeDir, "credentials.json"))) throw new UsageError(`--receipt-dir ${options.receiptDir} holds the notarize store (${options.storeDir}), which holds your token: it would travel with the receipts`, {
-		code: "store_inside",
-		hint: "give the receipts a folder of their own, and keep the store (NOTARIZE_CONFIG_DIR) outside it"
-	});
+	if (options.storeDir !== void 0 && inReceiptDir(join(options.storeDir, "credentials.json"))) {
+		const holds = `--receipt-dir ${options.receiptDir} holds the notarize store (${options.storeDir}), which holds your token`;
+		if (options.storeNamed !== false) throw new UsageError(`${holds}: it would travel with the receipts`, {
+			code: "store_inside",
+			hint: "give the receipts a folder of their own, and keep the store (NOTARIZE_CONFIG_DIR) outside it"
+		});
+		options.io.warn(`${holds}: never ship or upload that folder whole; give the receipts a folder of their own`);
+	}
 	const all = [];
 	const inside = [];
 	const reason = "inside --receipt-dir (receipts are not registered)";
@@ -24031,7 +24065,8 @@ ${examples([
 			baseUrl: () => ctx.baseUrl,
 			api: () => ctx.api(),
 			serviceStore: () => ctx.serviceStore,
-			storeDir: ctx.store.dir
+			storeDir: ctx.store.dir,
+			storeNamed: Boolean(ctx.env.NOTARIZE_CONFIG_DIR)
 		};
 		await finishItems(await viewOf(ctx, flags.output), (items) => runRegister({
 			...flags,
@@ -43937,7 +43972,7 @@ function actionArgv(env) {
 	const description = input(env, "description");
 	if (description !== "" && command === "register") argv.push("--description", description);
 	const receiptDir = input(env, "receipt-dir");
-	if (receiptDir !== "" && insideDir(receiptDir)(join(runnerTemp(env), "notarize-"))) throw new Error(`input receipt-dir ${receiptDir} holds the runner's temporary folder (RUNNER_TEMP), where the action keeps the job's stores (the token among them), which would travel with the receipts: give the receipts a folder of their own (such as \`\${{ runner.temp }}/receipts\`)`);
+	if (receiptDir !== "" && !env.NOTARIZE_CONFIG_DIR && insideDir(receiptDir)(join(runnerTemp(env), "notarize-"))) throw new Error(`input receipt-dir ${receiptDir} holds the runner's temporary folder (RUNNER_TEMP), where the action keeps the job's stores (the token among them), which would travel with the receipts: give the receipts a folder of their own (such as \`\${{ runner.temp }}/receipts\`)`);
 	if (receiptDir !== "") argv.push("--receipt-dir", receiptDir);
 	const baseUrl = input(env, "base-url");
 	if (baseUrl !== "") argv.push("--base-url", baseUrl);

@@ -57,7 +57,8 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
   const description = input(env, 'description');
   if (description !== '' && command === 'register') argv.push('--description', description);
   const receiptDir = input(env, 'receipt-dir');
-  if (receiptDir !== '' && insideDir(receiptDir)(join(runnerTemp(env), 'notarize-'))) {
+  // The job's stores are there unless the workflow names its own (the CLI refuses a receipt folder holding that).
+  if (receiptDir !== '' && !env.NOTARIZE_CONFIG_DIR && insideDir(receiptDir)(join(runnerTemp(env), 'notarize-'))) {
     // Receipts travel (an artifact upload of the folder), and the token would travel with them (r108).
     throw new Error(
       `input receipt-dir ${receiptDir} holds the runner's temporary folder (RUNNER_TEMP), where the action keeps ` +

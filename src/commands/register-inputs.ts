@@ -72,6 +72,8 @@ export interface RegisterOptions extends RegisterFlags {
   serviceStore: () => ServiceStore;
   /** The store's folder, whose files are never documents (core/inputs.ts). */
   storeDir?: string;
+  /** Whether NOTARIZE_CONFIG_DIR named that folder (else it is the platform's, under the home folder). */
+  storeNamed?: boolean;
 }
 
 /** A document to register: an input, or a digest given with --hash. */
@@ -124,16 +126,17 @@ export async function listDocuments(
   // -r dist --receipt-dir dist/receipts` run twice must not register them.
   const inReceiptDir = insideDir(options.receiptDir);
   // Receipts travel (an artifact upload of the folder): the store's token would travel with them (r108:
-  // the Action's receipt-dir set to RUNNER_TEMP, where it keeps the job's stores).
+  // the Action's receipt-dir set to RUNNER_TEMP, where it keeps the job's stores). The platform's store,
+  // under the home folder, is in one only as large as that (`--receipt-dir .` at home, r109): said, not refused.
   if (options.storeDir !== undefined && inReceiptDir(join(options.storeDir, 'credentials.json'))) {
-    throw new UsageError(
-      `--receipt-dir ${options.receiptDir} holds the notarize store (${options.storeDir}), which holds your token: ` +
-        'it would travel with the receipts',
-      {
+    const holds = `--receipt-dir ${options.receiptDir} holds the notarize store (${options.storeDir}), which holds your token`;
+    if (options.storeNamed !== false) {
+      throw new UsageError(`${holds}: it would travel with the receipts`, {
         code: 'store_inside',
         hint: 'give the receipts a folder of their own, and keep the store (NOTARIZE_CONFIG_DIR) outside it',
-      },
-    );
+      });
+    }
+    options.io.warn(`${holds}: never ship or upload that folder whole; give the receipts a folder of their own`);
   }
   const all: Item[] = [];
   const inside: string[] = [];

@@ -217,6 +217,7 @@ ${examples([
         api: () => ctx.api(),
         serviceStore: () => ctx.serviceStore,
         storeDir: ctx.store.dir,
+        storeNamed: Boolean(ctx.env.NOTARIZE_CONFIG_DIR),
       };
       await finishItems(await viewOf(ctx, flags.output), (items) =>
         runRegister({ ...flags, paths, ...services }, items),

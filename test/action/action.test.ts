@@ -252,6 +252,15 @@ describe('the action: what it refuses, where it keeps its store', () => {
     );
     expect(own.run.code, describeRun(own.run)).toBe(0);
     expect(readdirSync(bed.path('rt-receipts/_temp/receipts'))).toEqual(['app.tar.gz.notarization.json']);
+    // The workflow's own store elsewhere (NOTARIZE_CONFIG_DIR): no store of the job's is there (r109).
+    await bed.write('rt-receipts/dist2/lib.tar.gz', 'receipts in the runner temp folder, the store elsewhere\n');
+    const named = await runActionStep(
+      bed.path('rt-receipts'),
+      { command: 'register', paths: 'dist2', 'base-url': url, 'api-key': apiKey, 'receipt-dir': '_temp' },
+      { ...job, NOTARIZE_CONFIG_DIR: bed.path('rt-receipts-store') },
+    );
+    expect(named.run.code, describeRun(named.run)).toBe(0);
+    expect(readdirSync(bed.path('rt-receipts/_temp'))).toContain('lib.tar.gz.notarization.json');
   });
 
   it('exit 5 with nothing kept (a login answered unreadably): no line saying a re-run does not help; the re-run does it', async () => {

@@ -13,7 +13,8 @@ import { receiptNames } from '../../src/core/receipts.js';
 import type { SandboxCall } from '../../src/sandbox/server.js';
 import { expectFailure } from '../helpers/assert.js';
 import { type Bed, useBed } from '../helpers/bed.js';
-import { cliCopyForOtherUsers, runProcess } from '../helpers/cli.js';
+import { BIN, cliCopyForOtherUsers, runProcess } from '../helpers/cli.js';
+import { NO_REMOTE_TRAFFIC } from '../helpers/env.js';
 import { sha256 } from '../helpers/documents.js';
 import { parseNdjson } from '../helpers/results.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
@@ -133,6 +134,28 @@ describe('refused before anything is sent (exit 2)', () => {
       });
       nothingSent();
     }
+  });
+
+  it('the platform store (no NOTARIZE_CONFIG_DIR) in --receipt-dir, as `--receipt-dir .` at home: a warning, not a refusal (r109)', async () => {
+    const home = join(bed.root, 'home');
+    mkdirSync(home);
+    const doc = await bed.file('at-home.txt', 'receipts written at home');
+    const env = {
+      ...NO_REMOTE_TRAFFIC,
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      NOTARIZE_BASE_URL: bed.url,
+      NOTARIZE_API_KEY: bed.sandbox.apiKey,
+    };
+    const run = await runProcess(process.execPath, [BIN, 'register', doc, '--receipt-dir', '.'], env, {
+      cwd: home,
+      timeoutMs: 30_000,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(
+      `warning: --receipt-dir . holds the notarize store (${join(home, '.config', 'notarize')}), which holds your token: never ship`,
+    );
+    expect(existsSync(join(home, 'at-home.txt.notarization.json'))).toBe(true);
   });
 
   it('--receipt-dir naming a regular file', async () => {
