@@ -22473,8 +22473,16 @@ var init_inputs = __esmMin((() => {
 			this.#dir = dir;
 			this.#entries = entries;
 		}
+		/**
+		* The folder's own identity: a store named through a link (which every
+		* command refuses to use) is the folder it leads to, where its token is
+		* (r109: credentials.json was hashed as a document of `verify -r` there).
+		*/
 		#identity() {
-			return this.#id ??= lstatSync(this.#dir, {
+			return this.#id ??= statSync(this.#dir, {
+				bigint: true,
+				throwIfNoEntry: false
+			}) ?? lstatSync(this.#dir, {
 				bigint: true,
 				throwIfNoEntry: false
 			});

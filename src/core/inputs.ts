@@ -124,8 +124,15 @@ class StoreFolder {
     this.#entries = entries;
   }
 
+  /**
+   * The folder's own identity: a store named through a link (which every
+   * command refuses to use) is the folder it leads to, where its token is
+   * (r109: credentials.json was hashed as a document of `verify -r` there).
+   */
   #identity(): { dev: bigint; ino: bigint } | undefined {
-    return (this.#id ??= lstatSync(this.#dir, { bigint: true, throwIfNoEntry: false }));
+    return (this.#id ??=
+      statSync(this.#dir, { bigint: true, throwIfNoEntry: false }) ??
+      lstatSync(this.#dir, { bigint: true, throwIfNoEntry: false }));
   }
 
   /** Whether a folder, as lstat or stat saw it, is the store's folder itself. */

@@ -147,6 +147,21 @@ describe('verify, with no store it can use', () => {
   });
 });
 
+describe('verify, with the store named through a link', () => {
+  it('the folder it leads to holds the token: its credentials.json is no document (r109)', async () => {
+    const link = join(bed.root, 'store-link');
+    symlinkSync(store, link);
+    const run = await bed.main(['verify', '-r', store, '--output', 'ndjson'], { env: { NOTARIZE_CONFIG_DIR: link } });
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(`cannot use the store directory ${link}: it is a symbolic link`);
+    const results = parseNdjson(run.stdout);
+    expect(results.filter((r) => r.file === join(store, 'credentials.json'))).toMatchObject([
+      { status: 'failed', error: { code: 'store_inside' } },
+    ]);
+    expect(results.filter((r) => r.status !== 'failed')).toEqual([]);
+  });
+});
+
 describe('verify, with a part of the store it cannot use', () => {
   it('config.json damaged or a FIFO, a ledger that is a link, a service folder anyone can write: a warning, receipts decide (r108)', async () => {
     const receipts = mkdtempSync(join(bed.root, 'receipts-'));
