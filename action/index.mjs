@@ -12962,9 +12962,9 @@ function claimedDigest(text) {
 /**
 * Which receipt of its digest, among `all` in `dir` (none under the name
 * checked), speaks for a document (its path's segments `parts`), by the
-* names register gave their documents: first one named after the end of its
-* path (a later run of it alone, or from another folder: the dates of
-* fuller names decide); else one named after another document, whose name is
+* names register gave their documents: first the fullest one named after the
+* end of its path (a later run of it alone, or from another folder: the dates
+* of names fuller than it decide); else one named after another document, whose name is
 * returned: then a receipt of another digest at a fuller name of the
 * document counts whatever its date (one run that registered `ca/x.txt`
 * beside `cb/x.txt` wrote both, 14 ms apart, and cb's bytes copied over
@@ -12982,16 +12982,24 @@ function chooseByName(dir, all, parts) {
 			found,
 			byDigest: /^[0-9a-f]{64}$/.test(name),
 			ends,
-			name: segments.join("/")
+			segments
 		};
 	});
-	const ending = named.find((one) => !one.byDigest && one.ends);
-	if (ending) return { found: ending.found };
+	const ending = named.filter((one) => !one.byDigest && one.ends).reduce((best, one) => best === void 0 || one.segments.length > best.segments.length ? one : best, void 0);
+	if (ending) return {
+		found: ending.found,
+		used: ending.segments.length
+	};
 	const another = named.find((one) => !one.byDigest);
-	return another ? {
+	if (another) return {
 		found: another.found,
-		ofAnother: another.name
-	} : { found: all[0] };
+		used: 0,
+		ofAnother: another.segments.join("/")
+	};
+	return {
+		found: all[0],
+		used: 0
+	};
 }
 /**
 * When `receipt`'s registration was completed, in ms: as a v1 receipt says,
@@ -13080,9 +13088,9 @@ var init_evidence = __esmMin((() => {
 			if (receiptDir) {
 				const all = await this.#allOfDigest(receiptDir.dir, hash);
 				if (all.length > 0 && item.kind === "file") {
-					const { found, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
+					const { found, used, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
 					const { receipt, text: foundText } = found;
-					return await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0, ofAnother) ?? {
+					return await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, used, ofAnother) ?? {
 						...found.finding,
 						byDigest: true
 					};
@@ -13097,7 +13105,7 @@ var init_evidence = __esmMin((() => {
 		/**
 		* A receipt of another digest, registered later, named after more of the
 		* document's path (more than `used` of its last elements: 0 for a receipt
-		* found by digest, whose own name may be none of them) than the receipt
+		* found by digest whose own name is none of them) than the receipt
 		* `matched` (of its digest, text `matchedText`) that this run found it by:
 		* `modified`, said so. Names depend on the documents of a run
 		* (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
@@ -13105,8 +13113,9 @@ var init_evidence = __esmMin((() => {
 		* registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
 		* `linux/app.tgz`: that older build swapped in passed as verified (r92).
 		* A fuller name that is older leaves the verdict alone: a later run named
-		* the document by less of its path. A bare record is dated by its
-		* creationDate.
+		* the document by less of its path. One of the same date does not: one
+		* --aggregate run dates all its receipts alike. A bare record is dated by
+		* its creationDate.
 		*
 		* A fuller name this run gives another of its documents is checked all
 		* the same: a file added beside the swapped build (`build/linux/linux/
@@ -13132,7 +13141,7 @@ var init_evidence = __esmMin((() => {
 				const receipt = text === void 0 ? void 0 : readReceipt(text);
 				if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
 				const at = registeredMs(receipt);
-				const later = at !== void 0 && matchedAt !== void 0 && at > matchedAt;
+				const later = at !== void 0 && matchedAt !== void 0 && at >= matchedAt;
 				if (!later && ofAnother === void 0) continue;
 				const another = receiptDir.names.includes(fullerName) ? `; it is also the name this run gives another of its documents: if one run registered both, check this one with --receipt ${matched}` : "";
 				const why = later ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build` : `and ${matched}, the receipt of its digest, is named after another document, ${ofAnother}: it may be that document swapped in`;

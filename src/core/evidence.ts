@@ -361,9 +361,17 @@ export class Evidence {
       // last element alone included: this run's name has no receipt, and the one found may be named after
       // none of it (r96: app-linux/app.tgz hid linux/app.tgz).
       if (all.length > 0 && item.kind === 'file') {
-        const { found, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
+        const { found, used, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
         const { receipt, text: foundText } = found;
-        const later = await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0, ofAnother);
+        const later = await this.#laterUnderFullerName(
+          item.path,
+          receiptDir,
+          hash,
+          receipt,
+          foundText,
+          used,
+          ofAnother,
+        );
         return later ?? { ...found.finding, byDigest: true };
       }
       if (all.length > 0) return { ...all[0]!.finding, byDigest: true };
@@ -374,7 +382,7 @@ export class Evidence {
   /**
    * A receipt of another digest, registered later, named after more of the
    * document's path (more than `used` of its last elements: 0 for a receipt
-   * found by digest, whose own name may be none of them) than the receipt
+   * found by digest whose own name is none of them) than the receipt
    * `matched` (of its digest, text `matchedText`) that this run found it by:
    * `modified`, said so. Names depend on the documents of a run
    * (receiptNames): `verify build/linux/app.tgz` alone looks for `app.tgz`,
@@ -382,8 +390,9 @@ export class Evidence {
    * registered `build/linux/app.tgz` beside `build/mac/app.tgz` wrote
    * `linux/app.tgz`: that older build swapped in passed as verified (r92).
    * A fuller name that is older leaves the verdict alone: a later run named
-   * the document by less of its path. A bare record is dated by its
-   * creationDate.
+   * the document by less of its path. One of the same date does not: one
+   * --aggregate run dates all its receipts alike. A bare record is dated by
+   * its creationDate.
    *
    * A fuller name this run gives another of its documents is checked all
    * the same: a file added beside the swapped build (`build/linux/linux/
@@ -418,7 +427,10 @@ export class Evidence {
       const receipt = text === undefined ? undefined : readReceipt(text);
       if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
       const at = registeredMs(receipt);
-      const later = at !== undefined && matchedAt !== undefined && at > matchedAt;
+      // At the same moment: one --aggregate run (its receipts share their root's date), whose documents'
+      // names end like each other's; which is this one cannot be told, and one's bytes copied over the
+      // other's passed as verified (r110).
+      const later = at !== undefined && matchedAt !== undefined && at >= matchedAt;
       if (!later && ofAnother === undefined) continue;
       const another = receiptDir.names.includes(fullerName)
         ? `; it is also the name this run gives another of its documents: if one run registered both, ` +
@@ -478,9 +490,9 @@ interface OfDigest {
 /**
  * Which receipt of its digest, among `all` in `dir` (none under the name
  * checked), speaks for a document (its path's segments `parts`), by the
- * names register gave their documents: first one named after the end of its
- * path (a later run of it alone, or from another folder: the dates of
- * fuller names decide); else one named after another document, whose name is
+ * names register gave their documents: first the fullest one named after the
+ * end of its path (a later run of it alone, or from another folder: the dates
+ * of names fuller than it decide); else one named after another document, whose name is
  * returned: then a receipt of another digest at a fuller name of the
  * document counts whatever its date (one run that registered `ca/x.txt`
  * beside `cb/x.txt` wrote both, 14 ms apart, and cb's bytes copied over
@@ -493,19 +505,27 @@ function chooseByName(
   dir: string,
   all: readonly OfDigest[],
   parts: readonly string[],
-): { found: OfDigest; ofAnother?: string } {
+): { found: OfDigest; used: number; ofAnother?: string } {
   const named = all.map((found) => {
     const name = relative(dir, found.receipt).slice(0, -RECEIPT_SUFFIX.length);
     const segments = pathSegments(name);
     const ends =
       segments.length <= parts.length &&
       segments.every((part, i) => part === parts[parts.length - segments.length + i]);
-    return { found, byDigest: /^[0-9a-f]{64}$/.test(name), ends, name: segments.join('/') };
+    return { found, byDigest: /^[0-9a-f]{64}$/.test(name), ends, segments };
   });
-  const ending = named.find((one) => !one.byDigest && one.ends);
-  if (ending) return { found: ending.found };
+  // The fullest of the names that end its path, as if verify had computed it: only fuller names are
+  // weighed against it (r110: a later, shorter one made a genuine file of a folder walked `modified`).
+  const ending = named
+    .filter((one) => !one.byDigest && one.ends)
+    .reduce<(typeof named)[number] | undefined>(
+      (best, one) => (best === undefined || one.segments.length > best.segments.length ? one : best),
+      undefined,
+    );
+  if (ending) return { found: ending.found, used: ending.segments.length };
   const another = named.find((one) => !one.byDigest);
-  return another ? { found: another.found, ofAnother: another.name } : { found: all[0]! };
+  if (another) return { found: another.found, used: 0, ofAnother: another.segments.join('/') };
+  return { found: all[0]!, used: 0 };
 }
 
 /**

@@ -447,6 +447,42 @@ describe('Evidence.judge: the first source found decides', () => {
     });
   });
 
+  it('a fuller name of the same date counts (one --aggregate run); found by digest, only names fuller than the one found (r110)', async () => {
+    const dir = tempDir();
+    const empty = ledgerWith(sha('unrelated'), 'unrelated.txt');
+    // r110 #1: `register -r site --aggregate` over site/index.html and site/docs/index.html: one date for both.
+    // The top page's bytes copied over docs/index.html, checked alone (named index.html): modified.
+    const receipts = join(dir, 'receipts');
+    mkdirSync(join(receipts, 'docs'), { recursive: true });
+    const top = join(receipts, 'index.html.notarization.json');
+    const docs = join(receipts, 'docs', 'index.html.notarization.json');
+    writeFileSync(top, receiptOf(HASH, 'index.html', '2026-11-20T00:00:00.000Z'));
+    writeFileSync(docs, receiptOf(OTHER, 'docs/index.html', '2026-11-20T00:00:00.000Z'));
+    const swapped = docAt(dir, 'site', 'docs', 'index.html');
+    const alone = { receiptDir: { dir: receipts, names: ['index.html'] } };
+    expect(await new Evidence(alone, empty).judge(fileItem(swapped), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: docs,
+    });
+    // r110 #2: `verify -r site/guide` names site/guide/intro/index.html intro/index.html (no receipt); found by
+    // digest as guide/intro/index.html, a later index.html of another digest (the top page) is no fuller name.
+    const walked = join(dir, 'walked');
+    mkdirSync(join(walked, 'guide', 'intro'), { recursive: true });
+    const own = join(walked, 'guide', 'intro', 'index.html.notarization.json');
+    writeFileSync(own, receiptOf(HASH, 'guide/intro/index.html', '2026-11-20T00:00:00.000Z'));
+    writeFileSync(
+      join(walked, 'index.html.notarization.json'),
+      receiptOf(OTHER, 'index.html', '2026-11-20T00:00:01.000Z'),
+    );
+    const intro = docAt(dir, 'site', 'guide', 'intro', 'index.html');
+    const subfolder = { receiptDir: { dir: walked, names: ['intro/index.html'] } };
+    expect(await new Evidence(subfolder, empty).judge(fileItem(intro), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: own,
+      byDigest: true,
+    });
+  });
+
   it('a file with a top-level hash is a bare record of it, in --receipt-dir as with --receipt (r107)', async () => {
     const dir = tempDir();
     const doc = docAt(dir, 'doc.txt');

@@ -114,6 +114,30 @@ describe('receipt names', () => {
       receipt: join(dir, 'ca/x.txt.notarization.json'),
     });
   });
+
+  it('--aggregate over site/index.html and site/docs/index.html: the top page copied over the other is modified alone (r110)', async () => {
+    await bed.file('site/index.html', '<h1>home</h1>');
+    const docs = await bed.file('site/docs/index.html', '<h1>docs</h1>');
+    const dir = join(bed.root, 'R-site');
+    const run = await bed.main([
+      'register',
+      '-r',
+      join(bed.workDir, 'site'),
+      '--aggregate',
+      '--receipt-dir',
+      dir,
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    writeFileSync(docs, '<h1>home</h1>');
+    const env = { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-site'), NOTARIZE_API_KEY: '' };
+    const alone = await bed.main(['verify', docs, '--receipt-dir', dir, '--output', 'ndjson'], { env });
+    expect(alone.code, alone.stderr).toBe(6);
+    expect(JSON.parse(alone.stdout)).toMatchObject({
+      status: 'modified',
+      receipt: join(dir, 'docs/index.html.notarization.json'),
+    });
+  });
 });
 
 describe('refused before anything is sent (exit 2)', () => {
