@@ -12964,12 +12964,13 @@ function claimedDigest(text) {
 * checked), speaks for a document (its path's segments `parts`), by the
 * names register gave their documents: first the fullest one named after the
 * end of its path (a later run of it alone, or from another folder: the dates
-* of names fuller than it decide); else one named after another document, whose name is
-* returned: then a receipt of another digest at a fuller name of the
-* document counts whatever its date (one run that registered `ca/x.txt`
-* beside `cb/x.txt` wrote both, 14 ms apart, and cb's bytes copied over
-* ca/x.txt passed as verified when ca's came first: r101); else one named by
-* its digest (standard input, --hash), which names no path. Every receipt
+* of names fuller than it decide); else one named after another document,
+* or else one named by its digest (standard input, --hash), which names no
+* document: then a receipt of another digest at a fuller name of the
+* document counts whatever its date, and `notItsName` says why (one run that
+* registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
+* bytes copied over ca/x.txt passed as verified when ca's came first: r101;
+* a changelog piped to `register -` later, copied over `a/x`: r110). Every receipt
 * is weighed, not the first by name: one named by the digest, or an
 * identical file's, sorted before the others and decided alone (r109).
 */
@@ -12991,14 +12992,18 @@ function chooseByName(dir, all, parts) {
 		used: ending.segments.length
 	};
 	const another = named.find((one) => !one.byDigest);
-	if (another) return {
-		found: another.found,
-		used: 0,
-		ofAnother: another.segments.join("/")
-	};
+	if (another) {
+		const name = another.segments.join("/");
+		return {
+			found: another.found,
+			used: 0,
+			notItsName: `named after another document, ${name}: it may be that document swapped in`
+		};
+	}
 	return {
 		found: all[0],
-		used: 0
+		used: 0,
+		notItsName: "named by its digest (standard input or --hash), after no document: it may be other bytes registered so"
 	};
 }
 /**
@@ -13088,9 +13093,9 @@ var init_evidence = __esmMin((() => {
 			if (receiptDir) {
 				const all = await this.#allOfDigest(receiptDir.dir, hash);
 				if (all.length > 0 && item.kind === "file") {
-					const { found, used, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
+					const { found, used, notItsName } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
 					const { receipt, text: foundText } = found;
-					return await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, used, ofAnother) ?? {
+					return await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, used, notItsName) ?? {
 						...found.finding,
 						byDigest: true
 					};
@@ -13126,11 +13131,11 @@ var init_evidence = __esmMin((() => {
 		* `register -r dist public`: r96), is said so in the reason, with the way
 		* to check it (--receipt).
 		*/
-		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used, ofAnother) {
+		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used, notItsName) {
 			const matchedReceipt = readReceipt(matchedText);
 			const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : void 0;
 			const parts = pathSegments(resolve(path));
-			if (matchedAt === void 0 && ofAnother === void 0) return void 0;
+			if (matchedAt === void 0 && notItsName === void 0) return void 0;
 			this.#topFolders ??= topFolders(receiptDir.dir);
 			const folders = await this.#topFolders;
 			for (let keep = parts.length; keep > used; keep--) {
@@ -13142,9 +13147,9 @@ var init_evidence = __esmMin((() => {
 				if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
 				const at = registeredMs(receipt);
 				const later = at !== void 0 && matchedAt !== void 0 && at >= matchedAt;
-				if (!later && ofAnother === void 0) continue;
+				if (!later && notItsName === void 0) continue;
 				const another = receiptDir.names.includes(fullerName) ? `; it is also the name this run gives another of its documents: if one run registered both, check this one with --receipt ${matched}` : "";
-				const why = later ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build` : `and ${matched}, the receipt of its digest, is named after another document, ${ofAnother}: it may be that document swapped in`;
+				const why = later ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build` : `and ${matched}, the receipt of its digest, is ${notItsName}`;
 				return {
 					status: "modified",
 					source: "receipt",
@@ -25849,7 +25854,7 @@ digest, it is modified, a receipt of its digest elsewhere named in the reason; o
 while one of another digest, registered later, is named after more of its path (a run that
 had a namesake), modified too: it may be an older build; with none of
 its name, any there of its digest (checked the same way against fuller names, whatever the
-dates when its name is not the end of the document's path: a namesake's), which says
+dates when its name is not the end of the document's path: a namesake's, or a digest), which says
 the bytes were registered, not as which artifact: verify the folder register walked to
 check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.

@@ -71,7 +71,7 @@ digest, it is modified, a receipt of its digest elsewhere named in the reason; o
 while one of another digest, registered later, is named after more of its path (a run that
 had a namesake), modified too: it may be an older build; with none of
 its name, any there of its digest (checked the same way against fuller names, whatever the
-dates when its name is not the end of the document's path: a namesake's), which says
+dates when its name is not the end of the document's path: a namesake's, or a digest), which says
 the bytes were registered, not as which artifact: verify the folder register walked to
 check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.

@@ -361,7 +361,7 @@ export class Evidence {
       // last element alone included: this run's name has no receipt, and the one found may be named after
       // none of it (r96: app-linux/app.tgz hid linux/app.tgz).
       if (all.length > 0 && item.kind === 'file') {
-        const { found, used, ofAnother } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
+        const { found, used, notItsName } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
         const { receipt, text: foundText } = found;
         const later = await this.#laterUnderFullerName(
           item.path,
@@ -370,7 +370,7 @@ export class Evidence {
           receipt,
           foundText,
           used,
-          ofAnother,
+          notItsName,
         );
         return later ?? { ...found.finding, byDigest: true };
       }
@@ -410,12 +410,12 @@ export class Evidence {
     matched: string,
     matchedText: string,
     used: number,
-    ofAnother?: string,
+    notItsName?: string,
   ): Promise<Finding | undefined> {
     const matchedReceipt = readReceipt(matchedText);
     const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : undefined;
     const parts = pathSegments(resolve(path));
-    if (matchedAt === undefined && ofAnother === undefined) return undefined;
+    if (matchedAt === undefined && notItsName === undefined) return undefined;
     // A receipt named after more of the path sits under a folder named after one of its folders.
     this.#topFolders ??= topFolders(receiptDir.dir);
     const folders = await this.#topFolders;
@@ -431,7 +431,7 @@ export class Evidence {
       // names end like each other's; which is this one cannot be told, and one's bytes copied over the
       // other's passed as verified (r110).
       const later = at !== undefined && matchedAt !== undefined && at >= matchedAt;
-      if (!later && ofAnother === undefined) continue;
+      if (!later && notItsName === undefined) continue;
       const another = receiptDir.names.includes(fullerName)
         ? `; it is also the name this run gives another of its documents: if one run registered both, ` +
           `check this one with --receipt ${matched}`
@@ -439,8 +439,7 @@ export class Evidence {
       const why = later
         ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of ` +
           'its digest: it may be an older build'
-        : `and ${matched}, the receipt of its digest, is named after another document, ${ofAnother!}: ` +
-          'it may be that document swapped in';
+        : `and ${matched}, the receipt of its digest, is ${notItsName!}`;
       return {
         status: 'modified',
         source: 'receipt',
@@ -492,12 +491,13 @@ interface OfDigest {
  * checked), speaks for a document (its path's segments `parts`), by the
  * names register gave their documents: first the fullest one named after the
  * end of its path (a later run of it alone, or from another folder: the dates
- * of names fuller than it decide); else one named after another document, whose name is
- * returned: then a receipt of another digest at a fuller name of the
- * document counts whatever its date (one run that registered `ca/x.txt`
- * beside `cb/x.txt` wrote both, 14 ms apart, and cb's bytes copied over
- * ca/x.txt passed as verified when ca's came first: r101); else one named by
- * its digest (standard input, --hash), which names no path. Every receipt
+ * of names fuller than it decide); else one named after another document,
+ * or else one named by its digest (standard input, --hash), which names no
+ * document: then a receipt of another digest at a fuller name of the
+ * document counts whatever its date, and `notItsName` says why (one run that
+ * registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
+ * bytes copied over ca/x.txt passed as verified when ca's came first: r101;
+ * a changelog piped to `register -` later, copied over `a/x`: r110). Every receipt
  * is weighed, not the first by name: one named by the digest, or an
  * identical file's, sorted before the others and decided alone (r109).
  */
@@ -505,7 +505,7 @@ function chooseByName(
   dir: string,
   all: readonly OfDigest[],
   parts: readonly string[],
-): { found: OfDigest; used: number; ofAnother?: string } {
+): { found: OfDigest; used: number; notItsName?: string } {
   const named = all.map((found) => {
     const name = relative(dir, found.receipt).slice(0, -RECEIPT_SUFFIX.length);
     const segments = pathSegments(name);
@@ -524,8 +524,21 @@ function chooseByName(
     );
   if (ending) return { found: ending.found, used: ending.segments.length };
   const another = named.find((one) => !one.byDigest);
-  if (another) return { found: another.found, used: 0, ofAnother: another.segments.join('/') };
-  return { found: all[0]!, used: 0 };
+  if (another) {
+    const name = another.segments.join('/');
+    return {
+      found: another.found,
+      used: 0,
+      notItsName: `named after another document, ${name}: it may be that document swapped in`,
+    };
+  }
+  // Named by the digest, it names no document (r110: a changelog piped to `register -`, copied over an artifact).
+  return {
+    found: all[0]!,
+    used: 0,
+    notItsName:
+      'named by its digest (standard input or --hash), after no document: it may be other bytes registered so',
+  };
 }
 
 /**

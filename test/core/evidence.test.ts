@@ -390,10 +390,23 @@ describe('Evidence.judge: the first source found decides', () => {
       receipt: shorter,
       byDigest: true,
     });
-    // Named by its digest (standard input, --hash), it names no path: the dates decide.
+    // Named by its digest (standard input, --hash), it names no document: its own fuller name decides,
+    // later or not (r110: a changelog piped to `register -` later, copied over the artifact, was verified).
     rmSync(shorter);
     const byDigest = join(receipts, `${HASH}.notarization.json`);
     writeFileSync(byDigest, receiptOf(HASH, '-', '2026-11-21T00:00:00.000Z'));
+    expect(await new Evidence(alone, empty).judge(fileItem(doc), 0, HASH)).toEqual({
+      status: 'modified',
+      source: 'receipt',
+      receipt: own,
+      reason:
+        `${own}, named after more of its path, is of another digest, ${OTHER}, and ${byDigest}, the receipt of its ` +
+        'digest, is named by its digest (standard input or --hash), after no document: it may be other bytes ' +
+        'registered so (receipt names follow the documents register was given: verify them as registered, or check ' +
+        'that receipt with --receipt)',
+    });
+    // With no receipt of another digest under a name of it: the bytes were registered, as that receipt says.
+    rmSync(own);
     expect(await new Evidence(alone, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
       status: 'verified',
       receipt: byDigest,
