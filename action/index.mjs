@@ -15472,9 +15472,14 @@ async function sendCompletion(deps, pending, onSent) {
 		return entry;
 	};
 	let answer;
+	let sent = false;
 	try {
-		answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, onSent);
+		answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, () => {
+			onSent();
+			sent = true;
+		});
 	} catch (error) {
+		if (!sent) throw withCompleteHint(deps, error, pending.hash, false);
 		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
 		if (error instanceof UnreadableAnswerError) {
 			if (error.body !== void 0) {
@@ -15531,14 +15536,16 @@ async function keptAside(deps, pending, raw, why) {
 * do next. Only failures that prove the service did not complete it (no
 * connection, a 429 or a 503 with Retry-After, a 401: api/http.ts
 * notProcessed) say to simply run `complete` again; after any other 5xx or
-* no answer, it may have, and the hint says how to tell.
+* no answer, it may have, and the hint says how to tell. Not `sent` (its
+* login failed first), it says only that.
 */
-function withCompleteHint(deps, error, hash) {
+function withCompleteHint(deps, error, hash, sent = true) {
 	if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
 	const file = deps.store.pendingFile(hash);
 	const page = deps.api.transport.url(verificationPath(hash));
 	let next;
-	if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
+	if (!sent) next = `the completion was not sent; the session is kept: finish with \`notarize complete ${hash}\``;
+	else if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
 	else if (error instanceof ProtocolError) next = `the service may have completed it, but its answer could not be read (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again`;
 	else if (error instanceof TransientError && !error.notProcessed) {
 		error.hint = `${error.status === void 0 ? "no answer came, so " : ""}the service may have completed it (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;

@@ -850,9 +850,17 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
     return entry;
   };
   let answer;
+  let sent = false;
   try {
-    answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, onSent);
+    answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, () => {
+      onSent();
+      sent = true;
+    });
   } catch (error) {
+    // Its login failed (a 500, no answer, an answer unread): no completion went out. Nothing of an
+    // answer to it is said or kept aside, and the session stays as it was (r111: "the service may
+    // have completed it" was said of a forfait never sent, and a login's unread answer marked it).
+    if (!sent) throw withCompleteHint(deps, error, pending.hash, false);
     if (error instanceof InvalidAnswerError) {
       throw await setAside(deps, pending, error.raw, error.message);
     }
@@ -932,14 +940,17 @@ async function keptAside(deps: FlowDeps, pending: PendingEntry, raw: string | Bu
  * do next. Only failures that prove the service did not complete it (no
  * connection, a 429 or a 503 with Retry-After, a 401: api/http.ts
  * notProcessed) say to simply run `complete` again; after any other 5xx or
- * no answer, it may have, and the hint says how to tell.
+ * no answer, it may have, and the hint says how to tell. Not `sent` (its
+ * login failed first), it says only that.
  */
-function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown {
+function withCompleteHint(deps: FlowDeps, error: unknown, hash: string, sent = true): unknown {
   if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
   const file = deps.store.pendingFile(hash);
   const page = deps.api.transport.url(verificationPath(hash));
   let next: string;
-  if (error instanceof ServiceRefusedError) {
+  if (!sent) {
+    next = `the completion was not sent; the session is kept: finish with \`notarize complete ${hash}\``;
+  } else if (error instanceof ServiceRefusedError) {
     next =
       `the session is kept in ${file}; if the service will never accept it, ` +
       `\`notarize pending drop ${hash}\` puts it aside`;

@@ -19,8 +19,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import type { ApiClient } from '../../src/api/client.js';
-import { parseAnswer } from '../../src/api/client.js';
+import { ApiClient, logIn, parseAnswer } from '../../src/api/client.js';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import {
   complete,
@@ -125,6 +124,11 @@ function input(hash: string, overrides: Partial<RegisterInput> = {}): RegisterIn
 }
 
 const fault = (spec: string) => bed.sandbox.addFaults(parseFaults(spec));
+/** A fake call that went out (`onSent` told, as the real client tells it) and failed with `error`. */
+const sentThen = (onSent: (() => void) | undefined, error: Error): Promise<never> => {
+  onSent?.();
+  return Promise.reject(error);
+};
 /** The routes called since the sandbox started, logins left out. */
 const called = () => bed.sandbox.calls.map((call) => call.route).filter((route) => route !== 'login');
 const forfaitBodies = () => bed.sandbox.calls.filter((call) => call.route === 'forfait').map((call) => call.body);
@@ -696,6 +700,28 @@ describe('complete', () => {
     expect(called()).toEqual(['request']);
   });
 
+  it('its login failing: no completion was sent, and nothing says it may have been; the session stays as it was (r111)', async () => {
+    const hash = sha256('a login that fails before forfait');
+    const { store, entry } = await requestOnly(hash);
+    const policy = { retries: 0, baseDelayMs: 1, maxDelayMs: 1 };
+    // A token had only by logging in now, as `complete` does with an API key and no stored token.
+    const api = new ApiClient(transport(), policy, {
+      authorize: (send) => logIn(transport(), policy, bed.sandbox.apiKey).then((token) => send(token)),
+    });
+    for (const spec of ['login:status=500*1', 'login:wrong-shape*1', 'login:truncated*1']) {
+      fault(spec);
+      const error = await rejectionOf(complete(world({ store, api }).deps, hash, { kind: 'store' }), NotarizeError);
+      expect(error.hint, spec).toContain(
+        `the completion was not sent; the session is kept: finish with \`notarize complete ${hash}\``,
+      );
+      expect(error.hint, spec).not.toContain('may have completed');
+      expect(store.readPending(hash), spec).toEqual(entry);
+    }
+    expect(called()).toEqual(['request']);
+    // The login answered, it completes as ever.
+    expect(await complete(world({ store, api }).deps, hash, { kind: 'store' })).toMatchObject({ kind: 'completed' });
+  });
+
   it('from the store: forfait with the stored session, the record in the ledger', async () => {
     const hash = sha256('from the store');
     const { store, entry } = await requestOnly(hash);
@@ -1021,7 +1047,7 @@ describe('the end of a registration', () => {
     const hash = sha256('silent 409');
     const { store } = await requestOnly(hash);
     const refusal = new ServiceRefusedError(409, `POST ${bed.url}/api/v2/registration/${hash}/forfait answered 409`);
-    const api = fakeApi({ completeRegistration: () => Promise.reject(refusal) });
+    const api = fakeApi({ completeRegistration: (_h, _s, onSent) => sentThen(onSent, refusal) });
     const outcome = await complete(world({ api, store }).deps, hash, { kind: 'store' });
     expect(outcome).toMatchObject({ kind: 'already-registered', service: { message: undefined } });
     const retired = JSON.parse(readFileSync(store.retiredFile(hash, NOW), 'utf8')) as { retiredBecause: string };
@@ -1571,11 +1597,12 @@ describe('the end of a registration', () => {
       const { store, entry } = await requestOnly(hash);
       const text = recordText(hash).replace('"payload": null', '"payload": NaN');
       const api = fakeApi({
-        // Thrown as the answer is read (a rejection, as from the real client).
-        completeRegistration: () =>
-          Promise.resolve().then(() =>
-            parseAnswer(text, notarizationRecordSchema, 'answer to the completion (forfait)'),
-          ),
+        // Thrown as the answer is read (a rejection, as from the real client), once it went out.
+        completeRegistration: (_h, _s, onSent) =>
+          Promise.resolve().then(() => {
+            onSent?.();
+            return parseAnswer(text, notarizationRecordSchema, 'answer to the completion (forfait)');
+          }),
       });
       const error = await rejectionOf(
         complete(world({ api, store }).deps, hash, { kind: 'store' }),
@@ -1595,7 +1622,9 @@ describe('the end of a registration', () => {
       const hash = sha256('answer broke off');
       const { store, entry } = await requestOnly(hash);
       const broke = 'POST /forfait answered 200, but its body could not be read (it broke off)';
-      const api = fakeApi({ completeRegistration: () => Promise.reject(new UnreadableAnswerError(broke)) });
+      const api = fakeApi({
+        completeRegistration: (_h, _s, onSent) => sentThen(onSent, new UnreadableAnswerError(broke)),
+      });
       const error = await rejectionOf(
         complete(world({ api, store }).deps, hash, { kind: 'store' }),
         UnreadableAnswerError,
@@ -1754,7 +1783,7 @@ describe('the end of a registration', () => {
       const odd = new ProtocolError(
         `POST ${bed.url}/api/v2/registration/${hash}/forfait answered 302 (an unexpected status)`,
       );
-      const api = fakeApi({ completeRegistration: () => Promise.reject(odd) });
+      const api = fakeApi({ completeRegistration: (_h, _s, onSent) => sentThen(onSent, odd) });
       const error = await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }));
       expect(error).toBe(odd);
       expect(odd.hint).toBe(
@@ -1782,7 +1811,7 @@ describe('the end of a registration', () => {
       const hash = sha256('bug in forfait');
       const { store } = await requestOnly(hash);
       const bug = new TypeError('a bug');
-      const api = fakeApi({ completeRegistration: () => Promise.reject(bug) });
+      const api = fakeApi({ completeRegistration: (_h, _s, onSent) => sentThen(onSent, bug) });
       expect(await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
       expect(bug).not.toHaveProperty('hint');
       expect(store.readPending(hash)).toBeDefined();
