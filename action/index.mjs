@@ -11672,7 +11672,7 @@ function recoveryHint(file) {
 	if (name === "credentials.json") return `${untouched}: repair it by hand, or move it aside and log in again (\`notarize login\`)`;
 	if (name === "config.json") return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
 	if (basename(dirname(file)) === "trees") return `${untouched}: restore it from a backup, or from ${basename(file, ".json")}.tree.json of the --receipt-dir of its run (copied in as it is); it lists the documents under that Merkle root, so until then register stops rather than register them again (--aggregate, or a document it may hold on its own)`;
-	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
+	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup (should you move it aside instead, this store no longer has that record)`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
 var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, ENTRY_CHANGES, PROCESS_TAG, writeCounter, DirFlushes, CANNOT_FLUSH_DIR;

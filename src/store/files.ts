@@ -681,7 +681,7 @@ function recoveryHint(file: string): string {
     );
   }
   if (basename(dirname(file)) === 'ledger') {
-    return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
+    return `${untouched}: repair it by hand or restore it from a backup (should you move it aside instead, this store no longer has that record)`;
   }
   const hash = basename(file, '.json');
   return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${hash}\` (kept aside) to start that registration afresh`;
