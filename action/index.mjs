@@ -12963,11 +12963,12 @@ function claimedDigest(text) {
 * Which receipt of its digest, among `all` in `dir` (none under the name
 * checked), speaks for a document (its path's segments `parts`), by the
 * names register gave their documents: first the fullest one named after the
-* end of its path (a later run of it alone, or from another folder: the dates
-* of names fuller than it decide); else one named after another document,
-* or else one named by its digest (standard input, --hash), which names no
-* document: then a receipt of another digest at a fuller name of the
-* document counts whatever its date, and `notItsName` says why (one run that
+* end of its path (a later run of it alone, or from another folder: the
+* dates of the other names of its path decide; `named`, its length, says
+* which are fuller); else one named after another document, or else one
+* named by its digest (standard input, --hash), which names no document:
+* then a receipt of another digest under a name of the document with a
+* folder of its path counts whatever its date, and `notItsName` says why (one run that
 * registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
 * bytes copied over ca/x.txt passed as verified when ca's came first: r101;
 * a changelog piped to `register -` later, copied over `a/x`: r110). Every receipt
@@ -12989,20 +12990,20 @@ function chooseByName(dir, all, parts) {
 	const ending = named.filter((one) => !one.byDigest && one.ends).reduce((best, one) => best === void 0 || one.segments.length > best.segments.length ? one : best, void 0);
 	if (ending) return {
 		found: ending.found,
-		used: ending.segments.length
+		named: ending.segments.length
 	};
 	const another = named.find((one) => !one.byDigest);
 	if (another) {
 		const name = another.segments.join("/");
 		return {
 			found: another.found,
-			used: 0,
+			named: 0,
 			notItsName: `named after another document, ${name}: it may be that document swapped in`
 		};
 	}
 	return {
 		found: all[0],
-		used: 0,
+		named: 0,
 		notItsName: "named by its digest (standard input or --hash), after no document: it may be other bytes registered so"
 	};
 }
@@ -13093,9 +13094,9 @@ var init_evidence = __esmMin((() => {
 			if (receiptDir) {
 				const all = await this.#allOfDigest(receiptDir.dir, hash);
 				if (all.length > 0 && item.kind === "file") {
-					const { found, used, notItsName } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
+					const { found, named, notItsName } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
 					const { receipt, text: foundText } = found;
-					return await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, used, notItsName) ?? {
+					return await this.#laterUnderFullerName(item.path, receiptDir, hash, receipt, foundText, 0, notItsName, named) ?? {
 						...found.finding,
 						byDigest: true
 					};
@@ -13131,7 +13132,7 @@ var init_evidence = __esmMin((() => {
 		* `register -r dist public`: r96), is said so in the reason, with the way
 		* to check it (--receipt).
 		*/
-		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used, notItsName) {
+		async #laterUnderFullerName(path, receiptDir, hash, matched, matchedText, used, notItsName, named = used) {
 			const matchedReceipt = readReceipt(matchedText);
 			const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : void 0;
 			const parts = pathSegments(resolve(path));
@@ -13147,14 +13148,14 @@ var init_evidence = __esmMin((() => {
 				if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
 				const at = registeredMs(receipt);
 				const later = at !== void 0 && matchedAt !== void 0 && at >= matchedAt;
-				if (!later && notItsName === void 0) continue;
+				if (!later && (notItsName === void 0 || keep < 2)) continue;
 				const another = receiptDir.names.includes(fullerName) ? `; it is also the name this run gives another of its documents: if one run registered both, check this one with --receipt ${matched}` : "";
 				const why = later ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build` : `and ${matched}, the receipt of its digest, is ${notItsName}`;
 				return {
 					status: "modified",
 					source: "receipt",
 					receipt: fuller,
-					reason: `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, ${why} (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)` + another
+					reason: `${fuller}, named after ${keep > named ? "more of its path" : "the end of its path too"}, is of another digest, ${receipt.sha256}, ${why} (receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)` + another
 				};
 			}
 		}

@@ -361,16 +361,20 @@ export class Evidence {
       // last element alone included: this run's name has no receipt, and the one found may be named after
       // none of it (r96: app-linux/app.tgz hid linux/app.tgz).
       if (all.length > 0 && item.kind === 'file') {
-        const { found, used, notItsName } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
+        const { found, named, notItsName } = chooseByName(receiptDir.dir, all, pathSegments(resolve(item.path)));
         const { receipt, text: foundText } = found;
+        // Every name of its path is weighed, shorter ones than the receipt found included: a later run of
+        // it registered from a folder nearer (`-r build/dist`, after `-r build`) names it by less of its
+        // path, and skipping those let the older build through (r112).
         const later = await this.#laterUnderFullerName(
           item.path,
           receiptDir,
           hash,
           receipt,
           foundText,
-          used,
+          0,
           notItsName,
+          named,
         );
         return later ?? { ...found.finding, byDigest: true };
       }
@@ -411,6 +415,7 @@ export class Evidence {
     matchedText: string,
     used: number,
     notItsName?: string,
+    named = used,
   ): Promise<Finding | undefined> {
     const matchedReceipt = readReceipt(matchedText);
     const matchedAt = matchedReceipt.consistent ? registeredMs(matchedReceipt) : undefined;
@@ -431,7 +436,9 @@ export class Evidence {
       // names end like each other's; which is this one cannot be told, and one's bytes copied over the
       // other's passed as verified (r110).
       const later = at !== undefined && matchedAt !== undefined && at >= matchedAt;
-      if (!later && notItsName === undefined) continue;
+      // Whatever its date only under a name with a folder of the path: the bare file name is any
+      // document's of that name registered alone (r112: an unrelated, older other/app.tgz).
+      if (!later && (notItsName === undefined || keep < 2)) continue;
       const another = receiptDir.names.includes(fullerName)
         ? `; it is also the name this run gives another of its documents: if one run registered both, ` +
           `check this one with --receipt ${matched}`
@@ -445,7 +452,8 @@ export class Evidence {
         source: 'receipt',
         receipt: fuller,
         reason:
-          `${fuller}, named after more of its path, is of another digest, ${receipt.sha256}, ${why} ` +
+          `${fuller}, named after ${keep > named ? 'more of its path' : 'the end of its path too'}, is of another ` +
+          `digest, ${receipt.sha256}, ${why} ` +
           '(receipt names follow the documents register was given: verify them as registered, or check that receipt with --receipt)' +
           another,
       };
@@ -490,11 +498,12 @@ interface OfDigest {
  * Which receipt of its digest, among `all` in `dir` (none under the name
  * checked), speaks for a document (its path's segments `parts`), by the
  * names register gave their documents: first the fullest one named after the
- * end of its path (a later run of it alone, or from another folder: the dates
- * of names fuller than it decide); else one named after another document,
- * or else one named by its digest (standard input, --hash), which names no
- * document: then a receipt of another digest at a fuller name of the
- * document counts whatever its date, and `notItsName` says why (one run that
+ * end of its path (a later run of it alone, or from another folder: the
+ * dates of the other names of its path decide; `named`, its length, says
+ * which are fuller); else one named after another document, or else one
+ * named by its digest (standard input, --hash), which names no document:
+ * then a receipt of another digest under a name of the document with a
+ * folder of its path counts whatever its date, and `notItsName` says why (one run that
  * registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
  * bytes copied over ca/x.txt passed as verified when ca's came first: r101;
  * a changelog piped to `register -` later, copied over `a/x`: r110). Every receipt
@@ -505,7 +514,7 @@ function chooseByName(
   dir: string,
   all: readonly OfDigest[],
   parts: readonly string[],
-): { found: OfDigest; used: number; notItsName?: string } {
+): { found: OfDigest; named: number; notItsName?: string } {
   const named = all.map((found) => {
     const name = relative(dir, found.receipt).slice(0, -RECEIPT_SUFFIX.length);
     const segments = pathSegments(name);
@@ -514,28 +523,27 @@ function chooseByName(
       segments.every((part, i) => part === parts[parts.length - segments.length + i]);
     return { found, byDigest: /^[0-9a-f]{64}$/.test(name), ends, segments };
   });
-  // The fullest of the names that end its path, as if verify had computed it: only fuller names are
-  // weighed against it (r110: a later, shorter one made a genuine file of a folder walked `modified`).
+  // The fullest of the names that end its path, as if verify had computed it.
   const ending = named
     .filter((one) => !one.byDigest && one.ends)
     .reduce<(typeof named)[number] | undefined>(
       (best, one) => (best === undefined || one.segments.length > best.segments.length ? one : best),
       undefined,
     );
-  if (ending) return { found: ending.found, used: ending.segments.length };
+  if (ending) return { found: ending.found, named: ending.segments.length };
   const another = named.find((one) => !one.byDigest);
   if (another) {
     const name = another.segments.join('/');
     return {
       found: another.found,
-      used: 0,
+      named: 0,
       notItsName: `named after another document, ${name}: it may be that document swapped in`,
     };
   }
   // Named by the digest, it names no document (r110: a changelog piped to `register -`, copied over an artifact).
   return {
     found: all[0]!,
-    used: 0,
+    named: 0,
     notItsName:
       'named by its digest (standard input or --hash), after no document: it may be other bytes registered so',
   };

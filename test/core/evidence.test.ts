@@ -460,7 +460,7 @@ describe('Evidence.judge: the first source found decides', () => {
     });
   });
 
-  it('a fuller name of the same date counts (one --aggregate run); found by digest, only names fuller than the one found (r110)', async () => {
+  it('a fuller name of the same date counts (one --aggregate run); found by digest, every name of the path is weighed (r110, r112)', async () => {
     const dir = tempDir();
     const empty = ledgerWith(sha('unrelated'), 'unrelated.txt');
     // r110 #1: `register -r site --aggregate` over site/index.html and site/docs/index.html: one date for both.
@@ -477,21 +477,43 @@ describe('Evidence.judge: the first source found decides', () => {
       status: 'modified',
       receipt: docs,
     });
-    // r110 #2: `verify -r site/guide` names site/guide/intro/index.html intro/index.html (no receipt); found by
-    // digest as guide/intro/index.html, a later index.html of another digest (the top page) is no fuller name.
-    const walked = join(dir, 'walked');
-    mkdirSync(join(walked, 'guide', 'intro'), { recursive: true });
-    const own = join(walked, 'guide', 'intro', 'index.html.notarization.json');
-    writeFileSync(own, receiptOf(HASH, 'guide/intro/index.html', '2026-11-20T00:00:00.000Z'));
-    writeFileSync(
-      join(walked, 'index.html.notarization.json'),
-      receiptOf(OTHER, 'index.html', '2026-11-20T00:00:01.000Z'),
-    );
-    const intro = docAt(dir, 'site', 'guide', 'intro', 'index.html');
-    const subfolder = { receiptDir: { dir: walked, names: ['intro/index.html'] } };
-    expect(await new Evidence(subfolder, empty).judge(fileItem(intro), 0, HASH)).toMatchObject({
+    // r112: `register -r build` (dist/linux/app.tgz, old bytes), then `register -r build/dist` (linux/app.tgz, new
+    // bytes, later); the old build swapped in, checked with `verify -r build/dist/linux` (named app.tgz): found by
+    // digest as dist/linux/app.tgz, and the later, shorter linux/app.tgz of other bytes makes it modified.
+    const releases = join(dir, 'releases');
+    mkdirSync(join(releases, 'dist', 'linux'), { recursive: true });
+    mkdirSync(join(releases, 'linux'));
+    const old = join(releases, 'dist', 'linux', 'app.tgz.notarization.json');
+    const newer = join(releases, 'linux', 'app.tgz.notarization.json');
+    writeFileSync(old, receiptOf(HASH, 'dist/linux/app.tgz', '2026-11-20T00:00:00.000Z'));
+    writeFileSync(newer, receiptOf(OTHER, 'linux/app.tgz', '2026-11-21T00:00:00.000Z'));
+    const rebuilt = docAt(dir, 'build', 'dist', 'linux', 'app.tgz');
+    const walked = { receiptDir: { dir: releases, names: ['app.tgz'] } };
+    expect(await new Evidence(walked, empty).judge(fileItem(rebuilt), 0, HASH)).toEqual({
+      status: 'modified',
+      source: 'receipt',
+      receipt: newer,
+      reason:
+        `${newer}, named after the end of its path too, is of another digest, ${OTHER}, registered later ` +
+        `(2026-11-21T00:00:00.000Z) than ${old}, the receipt of its digest: it may be an older build (receipt ` +
+        'names follow the documents register was given: verify them as registered, or check that receipt with --receipt)',
+    });
+    // The new build itself: verified.
+    expect(await new Evidence(walked, empty).judge(fileItem(rebuilt), 0, OTHER)).toMatchObject({
       status: 'verified',
-      receipt: own,
+      receipt: newer,
+    });
+    // r112 #2: registered from standard input (a digest-named receipt), beside an older, unrelated app.tgz
+    // registered alone: the bare file name is any document's, weighed by its date only; verified.
+    const stdin = join(dir, 'stdin');
+    mkdirSync(stdin);
+    writeFileSync(join(stdin, 'app.tgz.notarization.json'), receiptOf(OTHER, 'app.tgz', '2026-11-01T00:00:00.000Z'));
+    const piped = join(stdin, `${HASH}.notarization.json`);
+    writeFileSync(piped, receiptOf(HASH, '-', '2026-11-20T00:00:00.000Z'));
+    const named = { receiptDir: { dir: stdin, names: ['linux/app.tgz'] } };
+    expect(await new Evidence(named, empty).judge(fileItem(rebuilt), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: piped,
       byDigest: true,
     });
   });
