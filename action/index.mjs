@@ -13147,10 +13147,12 @@ var init_evidence = __esmMin((() => {
 				const receipt = text === void 0 ? void 0 : readReceipt(text);
 				if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
 				const at = registeredMs(receipt);
-				const later = at !== void 0 && matchedAt !== void 0 && at >= matchedAt;
-				if (!later && (notItsName === void 0 || keep < 2)) continue;
+				const same = at !== void 0 && at === matchedAt;
+				const later = at !== void 0 && matchedAt !== void 0 && (at > matchedAt || same && keep > named);
+				if (!later && notItsName === void 0) continue;
 				const another = receiptDir.names.includes(fullerName) ? `; it is also the name this run gives another of its documents: if one run registered both, check this one with --receipt ${matched}` : "";
-				const why = later ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of its digest: it may be an older build` : `and ${matched}, the receipt of its digest, is ${notItsName}`;
+				const when = receipt.registeredAt ?? new Date(at).toISOString();
+				const why = !later ? `and ${matched}, the receipt of its digest, is ${notItsName}` : same ? `registered at the same moment (${when}: one --aggregate run) as ${matched}, the receipt of its digest` : `registered later (${when}) than ${matched}, the receipt of its digest: it may be an older build`;
 				return {
 					status: "modified",
 					source: "receipt",

@@ -435,18 +435,20 @@ export class Evidence {
       // At the same moment: one --aggregate run (its receipts share their root's date), whose documents'
       // names end like each other's; which is this one cannot be told, and one's bytes copied over the
       // other's passed as verified (r110).
-      const later = at !== undefined && matchedAt !== undefined && at >= matchedAt;
-      // Whatever its date only under a name with a folder of the path: the bare file name is any
-      // document's of that name registered alone (r112: an unrelated, older other/app.tgz).
-      if (!later && (notItsName === undefined || keep < 2)) continue;
+      // A shorter name of the same moment is another document of that --aggregate run (r113).
+      const same = at !== undefined && at === matchedAt;
+      const later = at !== undefined && matchedAt !== undefined && (at > matchedAt || (same && keep > named));
+      if (!later && notItsName === undefined) continue;
       const another = receiptDir.names.includes(fullerName)
         ? `; it is also the name this run gives another of its documents: if one run registered both, ` +
           `check this one with --receipt ${matched}`
         : '';
-      const why = later
-        ? `registered later (${receipt.registeredAt ?? new Date(at).toISOString()}) than ${matched}, the receipt of ` +
-          'its digest: it may be an older build'
-        : `and ${matched}, the receipt of its digest, is ${notItsName!}`;
+      const when = receipt.registeredAt ?? new Date(at!).toISOString();
+      const why = !later
+        ? `and ${matched}, the receipt of its digest, is ${notItsName!}`
+        : same
+          ? `registered at the same moment (${when}: one --aggregate run) as ${matched}, the receipt of its digest`
+          : `registered later (${when}) than ${matched}, the receipt of its digest: it may be an older build`;
       return {
         status: 'modified',
         source: 'receipt',

@@ -503,19 +503,47 @@ describe('Evidence.judge: the first source found decides', () => {
       status: 'verified',
       receipt: newer,
     });
-    // r112 #2: registered from standard input (a digest-named receipt), beside an older, unrelated app.tgz
-    // registered alone: the bare file name is any document's, weighed by its date only; verified.
-    const stdin = join(dir, 'stdin');
-    mkdirSync(stdin);
-    writeFileSync(join(stdin, 'app.tgz.notarization.json'), receiptOf(OTHER, 'app.tgz', '2026-11-01T00:00:00.000Z'));
-    const piped = join(stdin, `${HASH}.notarization.json`);
-    writeFileSync(piped, receiptOf(HASH, '-', '2026-11-20T00:00:00.000Z'));
-    const named = { receiptDir: { dir: stdin, names: ['linux/app.tgz'] } };
-    expect(await new Evidence(named, empty).judge(fileItem(rebuilt), 0, HASH)).toMatchObject({
+    // r113: `register -r build/dist` (app.tgz), then a namesake's bytes (x/app.tgz, later) copied over it, checked
+    // with `verify -r build` (named dist/app.tgz): found under the namesake's name, the document's own bare
+    // name of other bytes decides, older or not. (So does an unrelated, older app.tgz beside an artifact piped to
+    // `register -`: r112 #2, the price of it.)
+    const flat = join(dir, 'flat');
+    mkdirSync(join(flat, 'x'), { recursive: true });
+    const own = join(flat, 'app.tgz.notarization.json');
+    writeFileSync(own, receiptOf(OTHER, 'app.tgz', '2026-11-01T00:00:00.000Z'));
+    writeFileSync(
+      join(flat, 'x', 'app.tgz.notarization.json'),
+      receiptOf(HASH, 'x/app.tgz', '2026-11-20T00:00:00.000Z'),
+    );
+    const fromParent = { receiptDir: { dir: flat, names: ['dist/app.tgz'] } };
+    expect(await new Evidence(fromParent, empty).judge(fileItem(rebuilt), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: own,
+    });
+    // r113: a genuine page of one --aggregate run, found by digest as docs/index.html: the top page's index.html,
+    // of the same moment, is another document of that run, not a rebuild of it.
+    const run = join(dir, 'one-run');
+    mkdirSync(join(run, 'docs'), { recursive: true });
+    writeFileSync(
+      join(run, 'index.html.notarization.json'),
+      receiptOf(OTHER, 'index.html', '2026-11-20T00:00:00.000Z'),
+    );
+    const page = join(run, 'docs', 'index.html.notarization.json');
+    writeFileSync(page, receiptOf(HASH, 'docs/index.html', '2026-11-20T00:00:00.000Z'));
+    const fromBuild = { receiptDir: { dir: run, names: ['site/docs/index.html'] } };
+    expect(await new Evidence(fromBuild, empty).judge(fileItem(swapped), 0, HASH)).toMatchObject({
       status: 'verified',
-      receipt: piped,
+      receipt: page,
       byDigest: true,
     });
+    // Its fuller name of the same moment, of other bytes, still counts, and the reason says when.
+    const fullerPage = join(run, 'site', 'docs', 'index.html.notarization.json');
+    mkdirSync(join(run, 'site', 'docs'), { recursive: true });
+    writeFileSync(fullerPage, receiptOf(OTHER, 'site/docs/index.html', '2026-11-20T00:00:00.000Z'));
+    const fromRoot = { receiptDir: { dir: run, names: ['docs/index.html'] } };
+    expect((await new Evidence(fromRoot, empty).judge(fileItem(swapped), 0, HASH)).reason).toContain(
+      `registered at the same moment (2026-11-20T00:00:00.000Z: one --aggregate run) as ${page}`,
+    );
   });
 
   it('a file with a top-level hash is a bare record of it, in --receipt-dir as with --receipt (r107)', async () => {
