@@ -124,7 +124,11 @@ describe('verify, with no store it can use', () => {
     expect(named.stderr).toContain('documents are checked against their receipts only');
     const walked = await bed.main(['verify', '-r', join(shared, 'work'), '--json'], { env });
     expect(walked.code, describeRun(walked)).toBe(0);
-    expect(parseResults(walked.stdout).map((r) => [r.file, r.status, r.source])).toEqual([
+    expect(
+      parseResults(walked.stdout)
+        .map((r) => [r.file, r.status, r.source])
+        .sort(),
+    ).toEqual([
       [doc, 'verified', 'receipt'],
       [`${doc}.notarization.json`, 'skipped', undefined],
     ]);
