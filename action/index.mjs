@@ -12967,8 +12967,9 @@ function claimedDigest(text) {
 * dates of the other names of its path decide; `named`, its length, says
 * which are fuller); else one named after another document, or else one
 * named by its digest (standard input, --hash), which names no document:
-* then a receipt of another digest under a name of the document with a
-* folder of its path counts whatever its date, and `notItsName` says why (one run that
+* then a receipt of another digest under any name of the document's path
+* (its bare file name included: r113) counts whatever its date, and
+* `notItsName` says why (one run that
 * registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
 * bytes copied over ca/x.txt passed as verified when ca's came first: r101;
 * a changelog piped to `register -` later, copied over `a/x`: r110). Every receipt
@@ -23873,7 +23874,6 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			return failure;
 		}
-		/** The result of one document, from its root's; its receipt written when the root has a record. */
 		/**
 		* The receipt of a document under a root whose record the store could not
 		* save (`error` quotes it: the service sends it only once), written from
@@ -23904,6 +23904,7 @@ var init_register_aggregate = __esmMin((() => {
 				this.#options.io.warn(`the record of the Merkle root ${root} could not be saved: the receipts of its documents are written from the record quoted, in ${plan.dir}`);
 			}
 		}
+		/** The result of one document, from its root's; its receipt written when the root has a record. */
 		async #settle(doc, placement, rootResult) {
 			const { tree, leafIndex } = placement;
 			const { root } = tree.entry;

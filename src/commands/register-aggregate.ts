@@ -1020,7 +1020,6 @@ export class Aggregator {
     return failure;
   }
 
-  /** The result of one document, from its root's; its receipt written when the root has a record. */
   /**
    * The receipt of a document under a root whose record the store could not
    * save (`error` quotes it: the service sends it only once), written from
@@ -1055,6 +1054,7 @@ export class Aggregator {
     }
   }
 
+  /** The result of one document, from its root's; its receipt written when the root has a record. */
   async #settle(doc: Hashed, placement: Placement, rootResult: RootResult): Promise<void> {
     const { tree, leafIndex } = placement;
     const { root } = tree.entry;

@@ -432,10 +432,10 @@ export class Evidence {
       const receipt = text === undefined ? undefined : readReceipt(text);
       if (receipt?.consistent !== true || receipt.sha256 === hash) continue;
       const at = registeredMs(receipt);
-      // At the same moment: one --aggregate run (its receipts share their root's date), whose documents'
-      // names end like each other's; which is this one cannot be told, and one's bytes copied over the
-      // other's passed as verified (r110).
-      // A shorter name of the same moment is another document of that --aggregate run (r113).
+      // At the same moment: one --aggregate run (its receipts share their root's date). Under a fuller
+      // name, which of its documents whose names end alike is this one cannot be told, and one's bytes
+      // copied over the other's passed as verified (r110); a shorter name is another document of that
+      // run, not a rebuild (r113).
       const same = at !== undefined && at === matchedAt;
       const later = at !== undefined && matchedAt !== undefined && (at > matchedAt || (same && keep > named));
       if (!later && notItsName === undefined) continue;
@@ -504,8 +504,9 @@ interface OfDigest {
  * dates of the other names of its path decide; `named`, its length, says
  * which are fuller); else one named after another document, or else one
  * named by its digest (standard input, --hash), which names no document:
- * then a receipt of another digest under a name of the document with a
- * folder of its path counts whatever its date, and `notItsName` says why (one run that
+ * then a receipt of another digest under any name of the document's path
+ * (its bare file name included: r113) counts whatever its date, and
+ * `notItsName` says why (one run that
  * registered `ca/x.txt` beside `cb/x.txt` wrote both, 14 ms apart, and cb's
  * bytes copied over ca/x.txt passed as verified when ca's came first: r101;
  * a changelog piped to `register -` later, copied over `a/x`: r110). Every receipt
