@@ -27209,7 +27209,7 @@ function exists(path) {
 		});
 	}
 }
-var CHANGE_LOCK_WAIT_MS, TOKEN_SHAPE, Store, MAX_READABLE_CHARS;
+var STORE_FILES, CHANGE_LOCK_WAIT_MS, TOKEN_SHAPE, Store, MAX_READABLE_CHARS;
 var init_store = __esmMin((() => {
 	init_errors$2();
 	init_exact_json();
@@ -27220,6 +27220,7 @@ var init_store = __esmMin((() => {
 	init_disk();
 	init_lock();
 	init_service_store();
+	STORE_FILES = ["config", "credentials"];
 	CHANGE_LOCK_WAIT_MS = 15e3;
 	TOKEN_SHAPE = /eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
 	Store = class {
@@ -27245,7 +27246,7 @@ var init_store = __esmMin((() => {
 			if (parentAfterName(this.#given)) throw new StoreError(this.#given, `cannot use the store directory ${this.#given}: it is spelt with '..' after a folder's name, which after a link names another folder than resolving it does`, { hint: "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR" });
 			if (ensurePrivateDir(this.dir, isStoreEntry)) this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
 			for (const sub of ["locks", "services"].map((name) => join(this.dir, name))) if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
-			for (const name of ["config", "credentials"]) refuseNonLock(join(this.dir, "locks", `${name}.lock`));
+			for (const name of STORE_FILES) refuseNonLock(this.#lockPath(name));
 			this.#prepared = true;
 		}
 		/** Whether an entry of this store's folder, by its name, is one notarize keeps there. */
@@ -27406,6 +27407,10 @@ var init_store = __esmMin((() => {
 		#path(name) {
 			return join(this.dir, `${name}.json`);
 		}
+		/** The lock held while a process changes that file (#change). */
+		#lockPath(name) {
+			return join(this.dir, "locks", `${name}.lock`);
+		}
 		/** Path of the credentials file (for messages; never its content). */
 		get credentialsPath() {
 			return this.#path("credentials");
@@ -27510,8 +27515,8 @@ var init_store = __esmMin((() => {
 		async #change(name, edit, afterSending) {
 			this.prepare();
 			const file = this.#path(name);
-			const locks = join(this.dir, "locks");
-			const lock = join(locks, `${name}.lock`);
+			const lock = this.#lockPath(name);
+			const locks = dirname(lock);
 			let locked = false;
 			try {
 				if (ensurePrivateDir(locks)) this.#warn(`tightened the rights of ${locks} to owner-only (0700)`);

@@ -34,7 +34,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { EXIT, NotarizeError, nothingSent, StoreError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
@@ -111,6 +111,7 @@ function absoluteStoreDir(dir: string): string {
 
 type JsonObject = Record<string, unknown>;
 type StoreFileName = 'config' | 'credentials';
+const STORE_FILES: readonly StoreFileName[] = ['config', 'credentials'];
 
 /**
  * How long a change of config.json or credentials.json waits for another
@@ -185,7 +186,7 @@ export class Store {
     for (const sub of ['locks', 'services'].map((name) => join(this.dir, name))) {
       if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
     }
-    for (const name of ['config', 'credentials']) refuseNonLock(join(this.dir, 'locks', `${name}.lock`));
+    for (const name of STORE_FILES) refuseNonLock(this.#lockPath(name));
     this.#prepared = true;
   }
 
@@ -357,6 +358,11 @@ export class Store {
     return join(this.dir, `${name}.json`);
   }
 
+  /** The lock held while a process changes that file (#change). */
+  #lockPath(name: StoreFileName): string {
+    return join(this.dir, 'locks', `${name}.lock`);
+  }
+
   /** Path of the credentials file (for messages; never its content). */
   get credentialsPath(): string {
     return this.#path('credentials');
@@ -479,8 +485,8 @@ export class Store {
   async #change(name: StoreFileName, edit: (data: JsonObject) => boolean, afterSending?: string): Promise<void> {
     this.prepare();
     const file = this.#path(name);
-    const locks = join(this.dir, 'locks');
-    const lock = join(locks, `${name}.lock`);
+    const lock = this.#lockPath(name);
+    const locks = dirname(lock);
     let locked = false;
     try {
       // Inside the try: a locks/ folder that cannot be made after a login is as much a refusal after
