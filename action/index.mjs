@@ -406,6 +406,14 @@ var init_errors$2 = __esmMin((() => {
 		/** Mutable so a caller higher up can add what the user should do next. */
 		hint;
 		unsaved;
+		/**
+		* Set on the failure of the login that was to replace a token the service
+		* refused (401) in the middle of a call (core/credentials.ts authorize):
+		* the error is the login's, and the call it stopped was answered 401, so
+		* not taken (an assumption: the service documents no status), and never
+		* sent again. What it says of an answer or a status is the login's.
+		*/
+		tokenRefusedFirst = false;
 		constructor(code, exitCode, message, details = {}) {
 			super(message, details.cause === void 0 ? void 0 : { cause: details.cause });
 			this.name = new.target.name;
@@ -15549,6 +15557,7 @@ function withCompleteHint(deps, error, hash, sent = true) {
 	const page = deps.api.transport.url(verificationPath(hash));
 	let next;
 	if (!sent) next = `the completion was not sent; the session is kept: finish with \`notarize complete ${hash}\``;
+	else if (error.tokenRefusedFirst) next = `the completion was refused its token (401), so not taken, and logging in again failed; the session is kept: finish with \`notarize complete ${hash}\``;
 	else if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
 	else if (error instanceof ProtocolError) next = `the service may have completed it, but its answer could not be read (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again`;
 	else if (error instanceof TransientError && !error.notProcessed) {
@@ -17723,7 +17732,7 @@ function sentMetadata(outcome) {
 /** What became of the custody metadata, when this run sent (or tried to send) it. */
 function showCustody(io, custody) {
 	if (!custody) return;
-	const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed;
+	const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed && !custody.error.tokenRefusedFirst;
 	io.info(custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : perhapsTaken ? "custody: the file metadata may have been taken but is not confirmed, and the file itself was NOT uploaded." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
 }
 /**
@@ -23060,6 +23069,7 @@ var init_register_inputs = __esmMin((() => {
 */
 /** Whether a failed completion may have been processed all the same (core/notarize.ts withCompleteHint). */
 function mayHaveCompleted(error) {
+	if (error instanceof NotarizeError && error.tokenRefusedFirst) return false;
 	return error instanceof TransientError && !error.notProcessed || error instanceof ProtocolError;
 }
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
@@ -26561,6 +26571,17 @@ function loginRefusedHint(status, keyHint) {
 	if (status !== 404 && status !== 405) return keyHint;
 	return `${NO_LOGIN_THERE}: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting), the service's address without /api/v2/, which notarize adds; else ${keyHint}`;
 }
+/**
+* The failure of the login that was to replace a token a call met with a
+* 401, as that call's (#renew gives each caller its own copy): marked so
+* that what is said of the call is that it was not taken (r112: "the
+* service may have completed it" of a forfait answered 401, from the
+* login's 5xx).
+*/
+function ofRefusedCall(renewal) {
+	if (renewal instanceof NotarizeError) renewal.tokenRefusedFirst = true;
+	return renewal;
+}
 var KEY_REFUSED, NO_LOGIN_THERE, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
 var init_credentials = __esmMin((() => {
 	init_retry();
@@ -26618,7 +26639,7 @@ var init_credentials = __esmMin((() => {
 				}
 				renewed = true;
 				const fresh = await this.#renew().catch((renewal) => {
-					if (!(renewal instanceof UsageError) || renewal.code !== "api_key_invalid") throw renewal;
+					if (!(renewal instanceof UsageError) || renewal.code !== "api_key_invalid") throw ofRefusedCall(renewal);
 					error.hint = `the token was refused, and the API key could not log in again (it holds a control character): ${renewal.hint}`;
 					throw error;
 				});

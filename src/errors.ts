@@ -68,6 +68,14 @@ export class NotarizeError extends Error {
   /** Mutable so a caller higher up can add what the user should do next. */
   hint: string | undefined;
   readonly unsaved: UnsavedAnswer | undefined;
+  /**
+   * Set on the failure of the login that was to replace a token the service
+   * refused (401) in the middle of a call (core/credentials.ts authorize):
+   * the error is the login's, and the call it stopped was answered 401, so
+   * not taken (an assumption: the service documents no status), and never
+   * sent again. What it says of an answer or a status is the login's.
+   */
+  tokenRefusedFirst = false;
 
   constructor(code: string, exitCode: ExitCode, message: string, details: ErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });

@@ -31,7 +31,7 @@ import {
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
-import { nothingSent, ProtocolError, sentAlready, TransientError, UsageError, type NotarizeError } from '../errors.js';
+import { nothingSent, ProtocolError, sentAlready, NotarizeError, TransientError, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/wording.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
@@ -61,6 +61,7 @@ const FAIL_FAST_REASON = 'not registered: another document or root failed (--fai
 
 /** Whether a failed completion may have been processed all the same (core/notarize.ts withCompleteHint). */
 function mayHaveCompleted(error: unknown): boolean {
+  if (error instanceof NotarizeError && error.tokenRefusedFirst) return false;
   return (error instanceof TransientError && !error.notProcessed) || error instanceof ProtocolError;
 }
 

@@ -19,6 +19,7 @@ import {
   AuthError,
   HeldBackError,
   InvalidAnswerError,
+  NotarizeError,
   ownCopy,
   ProtocolError,
   ServiceRefusedError,
@@ -69,6 +70,18 @@ export function loginRefusedHint(status: number | undefined, keyHint: string): s
     `${NO_LOGIN_THERE}: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting), ` +
     `the service's address without /api/v2/, which notarize adds; else ${keyHint}`
   );
+}
+
+/**
+ * The failure of the login that was to replace a token a call met with a
+ * 401, as that call's (#renew gives each caller its own copy): marked so
+ * that what is said of the call is that it was not taken (r112: "the
+ * service may have completed it" of a forfait answered 401, from the
+ * login's 5xx).
+ */
+function ofRefusedCall(renewal: unknown): unknown {
+  if (renewal instanceof NotarizeError) renewal.tokenRefusedFirst = true;
+  return renewal;
 }
 
 /** A token that expired while its call waited to be sent again: replaced (authorize), never sent. */
@@ -138,7 +151,7 @@ export class TokenCredentials implements Authorizer {
           // The key refused before it is sent (a control character, api/client.ts): this call went out
           // and was answered 401, so that is the failure (exit 3), not the key's exit 2, whose
           // "nothing was sent" is untrue here (r87).
-          if (!(renewal instanceof UsageError) || renewal.code !== 'api_key_invalid') throw renewal;
+          if (!(renewal instanceof UsageError) || renewal.code !== 'api_key_invalid') throw ofRefusedCall(renewal);
           error.hint = `the token was refused, and the API key could not log in again (it holds a control character): ${renewal.hint}`;
           throw error;
         });

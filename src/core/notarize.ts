@@ -950,6 +950,11 @@ function withCompleteHint(deps: FlowDeps, error: unknown, hash: string, sent = t
   let next: string;
   if (!sent) {
     next = `the completion was not sent; the session is kept: finish with \`notarize complete ${hash}\``;
+  } else if (error.tokenRefusedFirst) {
+    // The error is the login's: the completion itself was answered 401, not taken.
+    next =
+      `the completion was refused its token (401), so not taken, and logging in again failed; ` +
+      `the session is kept: finish with \`notarize complete ${hash}\``;
   } else if (error instanceof ServiceRefusedError) {
     next =
       `the session is kept in ${file}; if the service will never accept it, ` +

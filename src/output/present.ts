@@ -385,7 +385,8 @@ function showCustody(io: IO, custody: CustodyOutcome | undefined): void {
   if (!custody) return;
   // A call that failed after an attempt that may have been processed (its answer lost: r84), or one a
   // signal cut short, which cannot tell whether it went out (r87): not "was sent", not "could not be".
-  const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed;
+  const perhapsTaken =
+    custody.error instanceof TransientError && !custody.error.notProcessed && !custody.error.tokenRefusedFirst;
   io.info(
     custody.metadataSent
       ? 'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.'

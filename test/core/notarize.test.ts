@@ -42,6 +42,8 @@ import {
   UsageError,
 } from '../../src/errors.js';
 import { parseFaults } from '../../src/sandbox/server.js';
+import { TokenCredentials } from '../../src/core/credentials.js';
+import { Store } from '../../src/store/store.js';
 import { ServiceStore, type CustodyOwed, type LedgerEntry, type PendingEntry } from '../../src/store/service-store.js';
 import { MAX_RECORD_DEPTH } from '../../src/core/receipt-format.js';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -720,6 +722,33 @@ describe('complete', () => {
     expect(called()).toEqual(['request']);
     // The login answered, it completes as ever.
     expect(await complete(world({ store, api }).deps, hash, { kind: 'store' })).toMatchObject({ kind: 'completed' });
+  });
+
+  it('answered 401, then the login to replace the token fails: the completion was not taken, the session stays (r112)', async () => {
+    const hash = sha256('a forfait refused its token, then a failed login');
+    const { store, entry } = await requestOnly(hash);
+    const policy = { retries: 0, baseDelayMs: 1, maxDelayMs: 1 };
+    const apiKey = bed.sandbox.apiKey;
+    for (const [i, spec] of ['login:status=500*1', 'login:html*1'].entries()) {
+      // The real credentials: a token that works, then a 401 that makes them log in with the key again.
+      const credentials = new TokenCredentials({
+        baseUrl: bed.url,
+        store: new Store(join(bed.root, `credentials-${i}`)),
+        envToken: await logIn(transport(), policy, apiKey),
+        apiKey,
+        login: (key) => logIn(transport(), policy, key),
+      });
+      const api = new ApiClient(transport(), policy, credentials);
+      fault(`forfait:status=401*1,${spec}`);
+      const error = await rejectionOf(complete(world({ store, api }).deps, hash, { kind: 'store' }), NotarizeError);
+      expect(error.hint, spec).toContain(
+        'the completion was refused its token (401), so not taken, and logging in again failed; ' +
+          `the session is kept: finish with \`notarize complete ${hash}\``,
+      );
+      expect(error.hint, spec).not.toContain('may have completed');
+      expect(store.readPending(hash), spec).toEqual(entry);
+    }
+    expect(called()).toEqual(['request', 'forfait', 'forfait']);
   });
 
   it('from the store: forfait with the stored session, the record in the ledger', async () => {

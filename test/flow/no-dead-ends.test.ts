@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { expectFailure } from '../helpers/assert.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { routes } from '../helpers/sandbox.js';
+import { parseFaults } from '../../src/sandbox/server.js';
 import { sha256 } from '../helpers/documents.js';
 
 let bed: Bed;
@@ -233,6 +234,48 @@ describe('a forfait whose answer was lost (drop-after)', () => {
       status: 'unknown',
       reason: expect.stringContaining('the service said it has it (a 409), but this store never received the record'),
     });
+  });
+});
+
+describe('a forfait answered 401, then the login to replace the token fails', () => {
+  // The error is the login's (a 5xx, an HTML page): it must not make a completion answered 401, so not
+  // taken, "may have been completed" (r112), nor mark its session or root as possibly paid for.
+  it.each(['status=500', 'html'])(
+    'login %s: says the completion was not taken; the session kept, ready; a re-run pays once',
+    async (kind) => {
+      const warm = await bed.file('warm.txt', 'a token stored first');
+      expect((await bed.main(['register', warm])).code).toBe(0);
+      const doc = await bed.file(`refused-${kind}.txt`, `forfait refused, then login ${kind}`);
+      const hash = sha256(`forfait refused, then login ${kind}`);
+      bed.sandbox.addFaults(parseFaults(`forfait:status=401*1,login:${kind}*1`));
+      const run = await bed.main(['register', doc], { env: { NOTARIZE_RETRIES: '0' } });
+      expectFailure(
+        run,
+        kind === 'html' ? 5 : 4,
+        /the completion was refused its token \(401\), so not taken, and logging in again failed; the session is kept: finish with `notarize complete [0-9a-f]{64}`/,
+      );
+      expect(run.stderr).not.toContain('may have completed');
+      expect(await pending()).toEqual([{ hash, state: 'ready' }]);
+
+      const again = await bed.main(['register', doc]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(await pending()).toEqual([]);
+      expect(bed.calls('forfait')).toBe(3); // warm's, the refused one, the one that went through
+    },
+  );
+
+  it('--aggregate: no warning that the root may have been paid for, its answer lost', async () => {
+    const warm = await bed.file('warm-root.txt', 'a token stored first');
+    expect((await bed.main(['register', warm])).code).toBe(0);
+    const a = await bed.file('refused-root/a.txt', 'refused root a');
+    const b = await bed.file('refused-root/b.txt', 'refused root b');
+    bed.sandbox.addFaults(parseFaults('forfait:status=401*1,login:status=500*1'));
+    const run = await bed.main(['register', '--aggregate', a, b], { env: { NOTARIZE_RETRIES: '0' } });
+    expect(run.code, run.stderr).toBe(4);
+    expect(run.stderr).not.toContain('may have been registered and paid for');
+    const again = await bed.main(['register', '--aggregate', a, b]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(bed.calls('forfait')).toBe(3);
   });
 });
 

@@ -119,6 +119,14 @@ describe('present: one record or outcome', () => {
       );
       expect(lost).toContain(`custody: the file metadata ${said}, and the file itself was NOT uploaded.\n`);
     }
+    // The login that was to replace a token the call met with a 401 failed (r112): its error is the
+    // login's, and says nothing of whether the metadata was taken; the 401 said it was not.
+    const login = new TransientError('POST /api/v2/auth/login answered 500', { status: 500 });
+    login.tokenRefusedFirst = true;
+    const [, refused] = await shown(
+      outcome({ kind: 'completed', entry, reusedSession: false, custody: { metadataSent: false, error: login } }),
+    );
+    expect(refused).toContain('custody: the file metadata could not be sent, and the file itself was NOT uploaded.\n');
   });
 
   it('already registered from the ledger: the record, and how to register again', async () => {
