@@ -43653,7 +43653,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000), and making its connection; through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 408, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000), and making its connection; through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 408, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().enablePositionalOptions().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => {
 			if (state.errorsAsJson?.() !== true) io.error(text.replace(/\n$/, ""));
@@ -43676,7 +43676,7 @@ function buildProgram(io, env, state) {
 		state.storeModule = storeModule;
 		module.configure(subcommand, context, COMMANDS);
 		for (const command of commandTree(subcommand)) {
-			acceptQuietInBundles(command);
+			acceptGlobalOptions(command, program);
 			if (command.commands.length > 0 && command.name() !== "help") {
 				command.helpCommand(false);
 				command.command("help [command...]", { hidden: true }).description(`show the help of a command of ${commandPath(command)}: \`${commandPath(command)} help <command>\``).action((names) => showHelp(command, names));
@@ -43694,7 +43694,7 @@ function buildProgram(io, env, state) {
 		target.outputHelp();
 	};
 	program.helpCommand(false);
-	program.command("help [command...]").description("show the help of a command: `help <command>` is `<command> --help`").action((names) => showHelp(program, names));
+	acceptGlobalOptions(program.command("help [command...]").description("show the help of a command: `help <command>` is `<command> --help`").action((names) => showHelp(program, names)), program);
 	program.hook("preSubcommand", async (_program, subcommand) => {
 		await load(subcommand);
 		refuseUnknownCommandWithHelp(subcommand, program.args.slice(program.args.indexOf(subcommand.name()) + 1));
@@ -43704,19 +43704,38 @@ function buildProgram(io, env, state) {
 		state.ran = action;
 		refuseUndecodedEnvironment(env);
 		refuseUndecoded(action);
-		for (let at = action; at && at !== program; at = at.parent) if (at.getOptionValue("quiet") === true) program.setOptionValueWithSource("quiet", true, "cli");
+		takeGlobalOptions(action, program);
 	});
 	return program;
 }
 /**
-* `-rq`: the global -q bundled after a command's own flag. The program takes
-* -q anywhere on the line, and in a bundle that starts with it (`-qr`), but a
-* bundle that starts with the command's flag is the command's to split, and
-* -q is not among its options: a hidden copy on every command takes it
-* there, and the preAction hook hands it to the program.
+* The global options (--json, --base-url, -q...) after a command's name
+* (`register a.txt --json`), where only the command parses them. The program
+* reads its options before its command only (enablePositionalOptions): when
+* it searched the whole line, it took a command's option's value for one of
+* its own (`--description --base-url=https://elsewhere`, r117: the key sent
+* there, in the Action, whose description is anyone's text). So each command
+* has a hidden copy of each, which takeGlobalOptions hands to the program;
+* a bundle of a command's short flags with -q (`-rq`) is split there too.
 */
-function acceptQuietInBundles(command) {
-	if (command.options.some((option) => option.short !== void 0) && !command.options.some((o) => o.short === "-q")) command.addOption(new Option("-q, --quiet").hideHelp());
+function acceptGlobalOptions(command, program) {
+	for (const global of program.options) {
+		if (global.attributeName() === "version") continue;
+		if (!command.options.some((option) => option.long === global.long || global.short !== void 0 && option.short === global.short)) command.addOption(new Option(global.flags, global.description).hideHelp());
+	}
+}
+/** The global options given after the command's name (acceptGlobalOptions), as the program's: the last given wins. */
+function takeGlobalOptions(action, program) {
+	const chain = [];
+	for (let at = action; at && at !== program; at = at.parent) chain.unshift(at);
+	for (const global of program.options) {
+		const key = global.attributeName();
+		if (key === "version") continue;
+		for (const command of chain) {
+			if (command.getOptionValueSource(key) !== "cli") continue;
+			program.setOptionValueWithSource(key, command.getOptionValue(key), "cli");
+		}
+	}
 }
 /** `command` and every command below it. */
 function commandTree(command) {
@@ -44029,12 +44048,12 @@ function actionArgv(env) {
 		"ndjson"
 	];
 	const description = input(env, "description");
-	if (description !== "" && command === "register") argv.push("--description", description);
+	if (description !== "" && command === "register") argv.push(`--description=${description}`);
 	const receiptDir = input(env, "receipt-dir");
 	if (receiptDir !== "" && !env.NOTARIZE_CONFIG_DIR && insideDir(receiptDir)(join(runnerTemp(env), "notarize-"))) throw new Error(`input receipt-dir ${receiptDir} holds the runner's temporary folder (RUNNER_TEMP), where the action keeps the job's stores (the token among them), which would travel with the receipts: give the receipts a folder of their own (such as \`\${{ runner.temp }}/receipts\`)`);
-	if (receiptDir !== "") argv.push("--receipt-dir", receiptDir);
+	if (receiptDir !== "") argv.push(`--receipt-dir=${receiptDir}`);
 	const baseUrl = input(env, "base-url");
-	if (baseUrl !== "") argv.push("--base-url", baseUrl);
+	if (baseUrl !== "") argv.push(`--base-url=${baseUrl}`);
 	const extra = input(env, "args");
 	const words = extra === "" ? [] : extra.split(/\s+/);
 	for (const word of words) {

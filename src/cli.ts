@@ -235,6 +235,8 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     )
     .addHelpText('after', `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()
+    // Its options before the command only; after it, the command's copies of them (acceptGlobalOptions).
+    .enablePositionalOptions()
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.data(text.replace(/\n$/, '')),
@@ -270,7 +272,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     state.storeModule = storeModule;
     module.configure(subcommand, context, COMMANDS);
     for (const command of commandTree(subcommand)) {
-      acceptQuietInBundles(command);
+      acceptGlobalOptions(command, program);
       // `config help set`, as commander's own help command of a command with subcommands is called;
       // commander's prints the whole help for a name it does not know, without naming it.
       if (command.commands.length > 0 && command.name() !== 'help') {
@@ -303,10 +305,11 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     target.outputHelp();
   };
   program.helpCommand(false);
-  program
+  const help = program
     .command('help [command...]')
     .description('show the help of a command: `help <command>` is `<command> --help`')
     .action((names: string[]) => showHelp(program, names));
+  acceptGlobalOptions(help, program);
   program.hook('preSubcommand', async (_program, subcommand) => {
     await load(subcommand);
     // The words after the command's name (commander set them before dispatching to it).
@@ -318,25 +321,42 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     state.ran = action;
     refuseUndecodedEnvironment(env);
     refuseUndecoded(action);
-    // -q found in a bundle of the command's own flags (acceptQuietInBundles) is the global one.
-    for (let at: Command | null = action; at && at !== program; at = at.parent) {
-      if (at.getOptionValue('quiet') === true) program.setOptionValueWithSource('quiet', true, 'cli');
-    }
+    takeGlobalOptions(action, program);
   });
   return program;
 }
 
 /**
- * `-rq`: the global -q bundled after a command's own flag. The program takes
- * -q anywhere on the line, and in a bundle that starts with it (`-qr`), but a
- * bundle that starts with the command's flag is the command's to split, and
- * -q is not among its options: a hidden copy on every command takes it
- * there, and the preAction hook hands it to the program.
+ * The global options (--json, --base-url, -q...) after a command's name
+ * (`register a.txt --json`), where only the command parses them. The program
+ * reads its options before its command only (enablePositionalOptions): when
+ * it searched the whole line, it took a command's option's value for one of
+ * its own (`--description --base-url=https://elsewhere`, r117: the key sent
+ * there, in the Action, whose description is anyone's text). So each command
+ * has a hidden copy of each, which takeGlobalOptions hands to the program;
+ * a bundle of a command's short flags with -q (`-rq`) is split there too.
  */
-function acceptQuietInBundles(command: Command): void {
-  // Only a command with short flags of its own has bundles to split (its usage line says [options] already).
-  if (command.options.some((option) => option.short !== undefined) && !command.options.some((o) => o.short === '-q')) {
-    command.addOption(new Option('-q, --quiet').hideHelp());
+function acceptGlobalOptions(command: Command, program: Command): void {
+  for (const global of program.options) {
+    if (global.attributeName() === 'version') continue;
+    const taken = command.options.some(
+      (option) => option.long === global.long || (global.short !== undefined && option.short === global.short),
+    );
+    if (!taken) command.addOption(new Option(global.flags, global.description).hideHelp());
+  }
+}
+
+/** The global options given after the command's name (acceptGlobalOptions), as the program's: the last given wins. */
+function takeGlobalOptions(action: Command, program: Command): void {
+  const chain: Command[] = [];
+  for (let at: Command | null = action; at && at !== program; at = at.parent) chain.unshift(at);
+  for (const global of program.options) {
+    const key = global.attributeName();
+    if (key === 'version') continue;
+    for (const command of chain) {
+      if (command.getOptionValueSource(key) !== 'cli') continue;
+      program.setOptionValueWithSource(key, command.getOptionValue(key), 'cli');
+    }
   }
 }
 

@@ -54,8 +54,9 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
     );
   }
   const argv = [command, '--recursive', '--output', 'ndjson'];
+  // Each value in the word of its option: whatever it holds (`--base-url=...`, `-V`) is that value.
   const description = input(env, 'description');
-  if (description !== '' && command === 'register') argv.push('--description', description);
+  if (description !== '' && command === 'register') argv.push(`--description=${description}`);
   const receiptDir = input(env, 'receipt-dir');
   // The job's stores are there unless the workflow names its own (the CLI refuses a receipt folder holding that).
   if (receiptDir !== '' && !env.NOTARIZE_CONFIG_DIR && insideDir(receiptDir)(join(runnerTemp(env), 'notarize-'))) {
@@ -66,9 +67,9 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
         'of their own (such as `${{ runner.temp }}/receipts`)',
     );
   }
-  if (receiptDir !== '') argv.push('--receipt-dir', receiptDir);
+  if (receiptDir !== '') argv.push(`--receipt-dir=${receiptDir}`);
   const baseUrl = input(env, 'base-url');
-  if (baseUrl !== '') argv.push('--base-url', baseUrl);
+  if (baseUrl !== '') argv.push(`--base-url=${baseUrl}`);
   // Split on white space, never through a shell: nothing in it is expanded or run.
   const extra = input(env, 'args');
   const words = extra === '' ? [] : extra.split(/\s+/);

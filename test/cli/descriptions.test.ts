@@ -30,6 +30,29 @@ function expectRefused(run: { code: number | null; stderr: string }, message: Re
 }
 
 describe('-d, --description', () => {
+  it('one that reads like a global option is the description: never the base URL, the output or the quiet flag (r117)', async () => {
+    let documents = 0;
+    for (const [flag, text] of [
+      ['--description', '--base-url=http://127.0.0.1:9'],
+      ['-d', '--json'],
+      ['--description', '-q'],
+      ['-d', '--timeout=1'],
+    ] as const) {
+      // Before `--` and after it: the program once took the value as its own option, and the description
+      // the next word (`--`), so the key went to the URL in a description (the Action's input).
+      for (const before of [true, false]) {
+        const doc = await bed.file(`options-as-text-${documents}.txt`, `options as text ${documents++}`);
+        const args = before ? ['register', flag, text, '--', doc] : ['register', doc, flag, text];
+        const sent = sentDescriptions().length;
+        const run = await bed.main(args);
+        expect(run.code, run.stderr).toBe(0);
+        expect(sentDescriptions().slice(sent)).toEqual([text]);
+        expect(run.stdout).toMatch(/^hash +[0-9a-f]{64}$/m); // the table, not JSON
+        expect(run.stderr).toMatch(/^registered [0-9a-f]{64}/m); // not quiet
+      }
+    }
+  });
+
   it('one holding the API key: exit 2, nothing sent (it would be on a public record for good); --wallet-name too', async () => {
     const doc = await bed.file('doc.txt', 'secret in description');
     const key = bed.sandbox.apiKey;

@@ -79,7 +79,7 @@ describe('notarize help <command>', () => {
     const viaFlag = await bed.main(['--help']);
     expect(viaHelp.code).toBe(0);
     expect(viaHelp.stdout).toBe(viaFlag.stdout);
-    expect(viaHelp.stdout).toMatch(/^ {2}help \[command\.\.\.\]/m);
+    expect(viaHelp.stdout).toMatch(/^ {2}help \[options\] \[command\.\.\.\]/m);
   });
 
   it('an unknown command is a one-line usage error naming it', async () => {
