@@ -23072,6 +23072,10 @@ function mayHaveCompleted(error) {
 	if (error instanceof NotarizeError && error.tokenRefusedFirst) return false;
 	return error instanceof TransientError && !error.notProcessed || error instanceof ProtocolError;
 }
+/** A root failed with an answer not read or not of the documented shape: its session or mark kept for `complete`. */
+function isRootProtocolFailure(result) {
+	return !result.ok && "error" in result && result.error instanceof ProtocolError;
+}
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 function checkAggregate(options) {
 	const refuse = (what, why) => new UsageError(`--aggregate cannot be used with ${what}: ${why}`, { hint: "name the documents as files" });
@@ -23862,10 +23866,13 @@ var init_register_aggregate = __esmMin((() => {
 		/**
 		* Writes the manifest of every root of the run this run did not write
 		* before its completion: one the service has (its record in the ledger,
-		* or its 409; registered by an earlier run), or one left pending
-		* (--no-complete), which `complete <root>` may pay for later without
-		* knowing of --receipt-dir. A failure does not stop the receipts: it is
-		* returned, for exit 1.
+		* or its 409; registered by an earlier run), or one left in this store for
+		* `complete <root>`, which may pay for it later without knowing of
+		* --receipt-dir: pending (--no-complete), or failed with its request step
+		* answered unreadably or its session of an unexpected shape (r114: a new
+		* runner, the receipt folder restored but no manifest in it, paid for a
+		* second root). A failure does not stop the receipts: it is returned, for
+		* exit 1.
 		*/
 		async #manifestsAfter(trees, roots) {
 			const plan = this.#documents.receipts;
@@ -23873,16 +23880,34 @@ var init_register_aggregate = __esmMin((() => {
 			let failure;
 			for (const [root, tree] of trees) {
 				const result = roots.get(root);
-				if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
+				if (result === void 0 || this.#manifestsWritten.has(root)) continue;
+				const keptForComplete = !result.ok && isRootProtocolFailure(result) && this.#keptForComplete(root);
+				if (!result.ok && !keptForComplete) continue;
+				if (keptForComplete) this.#sayReceiptsAfterComplete(result);
 				try {
 					await writeManifest(plan, tree, this.#options.io);
 					this.#manifestsWritten.add(root);
 				} catch (error) {
-					failure ??= manifestNotWritten(plan, root, error, result.outcome.kind === "pending" ? "its session is saved in the store; running the same command again writes it" : "the registration itself is done and in the ledger; running the same command again writes it");
+					failure ??= manifestNotWritten(plan, root, error, result.ok && result.outcome.kind !== "pending" ? "the registration itself is done and in the ledger; running the same command again writes it" : "its root is kept in the store; running the same command again writes it");
 					this.#options.io.warn(failure.message);
 				}
 			}
 			return failure;
+		}
+		/** Whether this store keeps `root` for an explicit `complete`: its request step answered, unread, or its session kept. */
+		#keptForComplete(root) {
+			try {
+				return this.#store.readUnanswered(root) !== void 0 || this.#store.readPending(root) !== void 0;
+			} catch {
+				return false;
+			}
+		}
+		/** Adds to a root's failure that, once `complete` has registered it, this command writes its documents' receipts. */
+		#sayReceiptsAfterComplete(result) {
+			if (!isRootProtocolFailure(result)) return;
+			const then = "a Merkle root: once complete has registered it, run this same command with this store: it writes the documents' receipts from the record";
+			const { error } = result;
+			if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint} (${then})` : then;
 		}
 		/**
 		* The receipt of a document under a root whose record the store could not

@@ -65,6 +65,11 @@ function mayHaveCompleted(error: unknown): boolean {
   return (error instanceof TransientError && !error.notProcessed) || error instanceof ProtocolError;
 }
 
+/** A root failed with an answer not read or not of the documented shape: its session or mark kept for `complete`. */
+function isRootProtocolFailure(result: RootResult): result is { ok: false; error: ProtocolError } {
+  return !result.ok && 'error' in result && result.error instanceof ProtocolError;
+}
+
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
   const refuse = (what: string, why: string) =>
@@ -988,10 +993,13 @@ export class Aggregator {
   /**
    * Writes the manifest of every root of the run this run did not write
    * before its completion: one the service has (its record in the ledger,
-   * or its 409; registered by an earlier run), or one left pending
-   * (--no-complete), which `complete <root>` may pay for later without
-   * knowing of --receipt-dir. A failure does not stop the receipts: it is
-   * returned, for exit 1.
+   * or its 409; registered by an earlier run), or one left in this store for
+   * `complete <root>`, which may pay for it later without knowing of
+   * --receipt-dir: pending (--no-complete), or failed with its request step
+   * answered unreadably or its session of an unexpected shape (r114: a new
+   * runner, the receipt folder restored but no manifest in it, paid for a
+   * second root). A failure does not stop the receipts: it is returned, for
+   * exit 1.
    */
   async #manifestsAfter(
     trees: ReadonlyMap<string, LoadedTree>,
@@ -1002,7 +1010,11 @@ export class Aggregator {
     let failure: NotarizeError | undefined;
     for (const [root, tree] of trees) {
       const result = roots.get(root);
-      if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
+      if (result === undefined || this.#manifestsWritten.has(root)) continue;
+      // Only what `complete` is said to finish: a failure before its completion (a manifest unwritten) is not.
+      const keptForComplete = !result.ok && isRootProtocolFailure(result) && this.#keptForComplete(root);
+      if (!result.ok && !keptForComplete) continue;
+      if (keptForComplete) this.#sayReceiptsAfterComplete(result);
       try {
         await writeManifest(plan, tree, this.#options.io);
         this.#manifestsWritten.add(root);
@@ -1011,14 +1023,33 @@ export class Aggregator {
           plan,
           root,
           error,
-          result.outcome.kind === 'pending'
-            ? 'its session is saved in the store; running the same command again writes it'
-            : 'the registration itself is done and in the ledger; running the same command again writes it',
+          result.ok && result.outcome.kind !== 'pending'
+            ? 'the registration itself is done and in the ledger; running the same command again writes it'
+            : 'its root is kept in the store; running the same command again writes it',
         );
         this.#options.io.warn(failure.message);
       }
     }
     return failure;
+  }
+
+  /** Whether this store keeps `root` for an explicit `complete`: its request step answered, unread, or its session kept. */
+  #keptForComplete(root: string): boolean {
+    try {
+      return this.#store.readUnanswered(root) !== undefined || this.#store.readPending(root) !== undefined;
+    } catch {
+      return false; // A damaged file: its own error says so.
+    }
+  }
+
+  /** Adds to a root's failure that, once `complete` has registered it, this command writes its documents' receipts. */
+  #sayReceiptsAfterComplete(result: RootResult): void {
+    if (!isRootProtocolFailure(result)) return;
+    const then =
+      'a Merkle root: once complete has registered it, run this same command with this store: it writes the ' +
+      "documents' receipts from the record";
+    const { error } = result;
+    if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint} (${then})` : then;
   }
 
   /**

@@ -454,6 +454,46 @@ describe('register --aggregate re-runs', () => {
     expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
   });
 
+  it('a root whose request step was answered unreadably: its manifest in --receipt-dir all the same, so `complete` then a new runner pays once (r114)', async () => {
+    const docs = await writeDocs('unread-root', 'request answered unreadably', ['a', 'b', 'c']);
+    const receipts = bed.path('unread-root-receipts');
+    const store = bed.path('unread-root-store');
+    const start = bed.mark();
+    const paid = () => bed.callsSince(start).filter((call) => call.route === 'forfait' && call.status === 200).length;
+    bed.sandbox.addFaults(parseFaults('request:truncated*1'));
+    const first = await onStore(store, receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(5);
+    const error = jsonError(first.run.stderr);
+    const root = /notarize complete ([0-9a-f]{64}) --use-active-subscription/.exec(error.hint ?? '')?.[1];
+    expect(root, error.hint).toBeDefined();
+    expect(error.hint).toContain(
+      "a Merkle root: once complete has registered it, run this same command with this store: it writes the documents' receipts",
+    );
+    // Written though nothing was paid: `complete` may pay for it, knowing nothing of --receipt-dir.
+    expect(readdirSync(receipts)).toEqual([`${root}.tree.json`]);
+
+    // The way the hint gives, on this runner's store.
+    const completed = await bed.main(['complete', root!, '--use-active-subscription'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    expect(completed.code, describeRun(completed)).toBe(0);
+    expect(paid()).toBe(1);
+
+    // A re-run on a new runner, the receipt folder restored: the root is asked about, never paid again.
+    const cold = await onStore(bed.path('unread-root-cold-store'), receipts, docs);
+    expect(cold.run.code, describeRun(cold.run)).toBe(0);
+    expect(cold.calls.map((call) => call.split(':')[0])).not.toContain('forfait');
+    expect(paid()).toBe(1);
+
+    // The same command on the runner's store writes the receipts, from the record complete saved.
+    const again = await onStore(store, receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual([]);
+    expect(readdirSync(receipts).sort()).toEqual(
+      [`${root}.tree.json`, 'a.txt.notarization.json', 'b.txt.notarization.json', 'c.txt.notarization.json'].sort(),
+    );
+  });
+
   it('a pending root (--no-complete) is completed by the next run, with no second request', async () => {
     const a = await bed.write('pend/a.txt', 'pending a\n');
     await bed.write('pend/b.txt', 'pending b\n');
