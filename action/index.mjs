@@ -12879,11 +12879,17 @@ function judgeByLedger(ledger, hash, name) {
 		};
 	}
 	if (verdict.status === "modified") {
-		const { name, sha256, completedAt, digests } = verdict;
+		const { name, sha256, completedAt, digests, notarizedAs } = verdict;
+		const named = digests === 1 ? `'${name}' was notarized with digest ${sha256} (${completedAt})` : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`;
+		if (notarizedAs === void 0) return {
+			status: "modified",
+			source: "ledger",
+			reason: named
+		};
 		return {
 			status: "modified",
 			source: "ledger",
-			reason: digests === 1 ? `'${name}' was notarized with digest ${sha256} (${completedAt})` : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`
+			reason: `${named}, and its bytes ${notarizedAs === null ? "with no name (standard input or --hash)" : `as '${notarizedAs}'`}, never as '${name}': another document's bytes (a copy of it under this name reads the same here, since the ledger keeps names without their folders: verify against the receipts register wrote, --receipt-dir, to tell)`
 		};
 	}
 	if (verdict.damaged) return {
@@ -25825,17 +25831,18 @@ var init_ledger = __esmMin((() => {
 			if (entry) return this.#verified(hash, name, {
 				status: "verified",
 				entry
-			});
+			}, entry.file?.name ?? null);
 			const placed = this.#registered?.trees.place(hash);
 			if (placed) {
 				const { tree, leafIndex } = placed;
 				try {
 					const proof = tree.proof(leafIndex, this.#registered.treeFile(tree.entry.root));
+					const leafName = tree.entry.leaves[leafIndex]?.name ?? null;
 					return this.#verified(hash, name, {
 						status: "verified",
 						entry: registeredRecord(tree),
 						proof
-					});
+					}, leafName);
 				} catch (error) {
 					if (!(error instanceof StoreError)) throw error;
 					return {
@@ -25867,9 +25874,32 @@ var init_ledger = __esmMin((() => {
 				digests: all.size
 			};
 		}
-		/** `verdict`, with the later notarization of its name with another digest, if any. */
-		#verified(hash, name, verdict) {
+		/**
+		* `verdict`, with the later notarization of its name with another digest,
+		* if any; or `modified` when the digest was notarized as `ownName` and
+		* never as `name`, which was notarized with other digests: another
+		* document's bytes (its namesake's copied over it: r117), as receipts
+		* judge one found under another document's name (evidence.ts). A genuine
+		* copy of a document under a name notarized with other bytes reads the
+		* same; its receipts tell.
+		*/
+		#verified(hash, name, verdict, ownName) {
 			if (name === void 0) return verdict;
+			if (ownName !== name) {
+				this.#nameLeaves();
+				const named = this.#byName.get(name);
+				if (named !== void 0 && !named.all.has(hash)) {
+					const { sha256, completedAt, all } = named;
+					return {
+						status: "modified",
+						name,
+						sha256,
+						completedAt,
+						digests: all.size,
+						notarizedAs: ownName
+					};
+				}
+			}
 			const after = verdict.entry.completedAt;
 			if (this.#registered?.trees.all.some((tree) => registeredRecord(tree).completedAt > after)) this.#nameLeaves();
 			const latest = this.#byName.get(name);
@@ -25905,7 +25935,9 @@ the bytes were registered, not as which artifact: verify the folder register wal
 check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
-modified: its receipt, or a ledger entry of this name, is of another digest.
+modified: its receipt, or a ledger entry of this name, is of another digest; from the ledger,
+also a digest it has under other names only, this name being notarized with other digests
+(another document's bytes; a copy under this name reads the same: receipts tell).
 Verified by the ledger while its name was notarized later with another digest: said in its
 reason and a warning (the ledger keeps names without their folders: an older build of it, or
 a file of that name elsewhere; receipts tell them apart).

@@ -76,7 +76,9 @@ the bytes were registered, not as which artifact: verify the folder register wal
 check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
-modified: its receipt, or a ledger entry of this name, is of another digest.
+modified: its receipt, or a ledger entry of this name, is of another digest; from the ledger,
+also a digest it has under other names only, this name being notarized with other digests
+(another document's bytes; a copy under this name reads the same: receipts tell).
 Verified by the ledger while its name was notarized later with another digest: said in its
 reason and a warning (the ledger keeps names without their folders: an older build of it, or
 a file of that name elsewhere; receipts tell them apart).

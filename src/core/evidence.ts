@@ -186,14 +186,23 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
     };
   }
   if (verdict.status === 'modified') {
-    const { name, sha256, completedAt, digests } = verdict;
+    const { name, sha256, completedAt, digests, notarizedAs } = verdict;
     // Several digests under this base name (versions of one document, or files of other folders sharing
     // it): none is this one, and the latest is not named as if it were this file's own.
-    const reason =
+    const named =
       digests === 1
         ? `'${name}' was notarized with digest ${sha256} (${completedAt})`
         : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`;
-    return { status: 'modified', source: 'ledger', reason };
+    if (notarizedAs === undefined) return { status: 'modified', source: 'ledger', reason: named };
+    const as = notarizedAs === null ? 'with no name (standard input or --hash)' : `as '${notarizedAs}'`;
+    return {
+      status: 'modified',
+      source: 'ledger',
+      reason:
+        `${named}, and its bytes ${as}, never as '${name}': another document's bytes (a copy of it under this ` +
+        'name reads the same here, since the ledger keeps names without their folders: verify against the receipts ' +
+        'register wrote, --receipt-dir, to tell)',
+    };
   }
   if (verdict.damaged) return { status: 'unknown', reason: `its ledger entry is no proof: ${verdict.damaged.message}` };
   if (verdict.confirmedUnder !== undefined) {

@@ -21,7 +21,18 @@ export type Verdict =
    * `completedAt` (the latest of `digests` distinct digests notarized under
    * that name: a name is a base name, which files of several folders share).
    */
-  | { status: 'modified'; name: string; sha256: string; completedAt: string; digests: number }
+  | {
+      status: 'modified';
+      name: string;
+      sha256: string;
+      completedAt: string;
+      digests: number;
+      /**
+       * Set when the ledger has the document's digest, notarized under another name (null: none,
+       * standard input or --hash) and never under this one: another document's bytes (r117).
+       */
+      notarizedAs?: string | null;
+    }
   /**
    * `damaged`: the ledger has a file for this digest, but it is no proof (unreadable, or a record of another hash).
    * `confirmedUnder`: the service answered 409 for this digest, or for the root of a tree holding it
@@ -134,13 +145,14 @@ export class LedgerIndex {
    */
   verdict(hash: string, name: string | undefined): Verdict {
     const entry = this.#byHash.get(hash);
-    if (entry) return this.#verified(hash, name, { status: 'verified', entry });
+    if (entry) return this.#verified(hash, name, { status: 'verified', entry }, entry.file?.name ?? null);
     const placed = this.#registered?.trees.place(hash);
     if (placed) {
       const { tree, leafIndex } = placed;
       try {
         const proof = tree.proof(leafIndex, this.#registered!.treeFile(tree.entry.root));
-        return this.#verified(hash, name, { status: 'verified', entry: registeredRecord(tree), proof });
+        const leafName = tree.entry.leaves[leafIndex]?.name ?? null;
+        return this.#verified(hash, name, { status: 'verified', entry: registeredRecord(tree), proof }, leafName);
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         return { status: 'unknown', damaged: error };
@@ -158,9 +170,31 @@ export class LedgerIndex {
     return { status: 'modified', name, sha256, completedAt, digests: all.size };
   }
 
-  /** `verdict`, with the later notarization of its name with another digest, if any. */
-  #verified(hash: string, name: string | undefined, verdict: Extract<Verdict, { status: 'verified' }>): Verdict {
+  /**
+   * `verdict`, with the later notarization of its name with another digest,
+   * if any; or `modified` when the digest was notarized as `ownName` and
+   * never as `name`, which was notarized with other digests: another
+   * document's bytes (its namesake's copied over it: r117), as receipts
+   * judge one found under another document's name (evidence.ts). A genuine
+   * copy of a document under a name notarized with other bytes reads the
+   * same; its receipts tell.
+   */
+  #verified(
+    hash: string,
+    name: string | undefined,
+    verdict: Extract<Verdict, { status: 'verified' }>,
+    ownName: string | null,
+  ): Verdict {
     if (name === undefined) return verdict;
+    if (ownName !== name) {
+      // Every name the digest had, a tree's leaves' included: only for a document checked under another.
+      this.#nameLeaves();
+      const named = this.#byName.get(name);
+      if (named !== undefined && !named.all.has(hash)) {
+        const { sha256, completedAt, all } = named;
+        return { status: 'modified', name, sha256, completedAt, digests: all.size, notarizedAs: ownName };
+      }
+    }
     // Only a tree completed after it can hold a later namesake: the leaves (each tree folded to be
     // trusted, #nameLeaves) are named only then, not for every document the ledger verifies.
     const after = verdict.entry.completedAt;

@@ -91,6 +91,31 @@ describe('runVerify', () => {
     );
   });
 
+  it("another registered document's bytes copied over one, checked against the ledger: modified, per document or under a root (r117)", async () => {
+    for (const aggregate of [false, true]) {
+      const dist = `copied-${aggregate ? 'root' : 'alone'}`;
+      const notes = await bed.file(`${dist}/NOTES.txt`, `notes ${dist}\n`);
+      const app = await bed.file(`${dist}/linux/app.tgz`, `the app ${dist}\n`);
+      const registering = await bed.main(['register', ...(aggregate ? ['--aggregate'] : []), notes, app, '--quiet']);
+      expect(registering.code, registering.stderr).toBe(0);
+      await writeFile(app, `notes ${dist}\n`);
+      const run = await bed.main(['verify', '-r', bed.path(dist), '--output', 'ndjson']);
+      expect(run.code, run.stderr).toBe(6);
+      const results = new Map(
+        run.stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { file: string; status: string; reason?: string })
+          .map((result) => [result.file, result]),
+      );
+      expect(results.get(notes)?.status).toBe('verified');
+      expect(results.get(app)?.status).toBe('modified');
+      expect(results.get(app)?.reason).toMatch(
+        /, and its bytes as 'NOTES\.txt', never as 'app\.tgz': another document's bytes/,
+      );
+    }
+  });
+
   it('an older build swapped in, checked against the ledger: verified, with the later digest in its reason and a warning (r97)', async () => {
     const path = await registered('dist/app.tgz', 'build 1\n');
     await registered('dist/app.tgz', 'build 2\n');

@@ -73,6 +73,29 @@ describe('LedgerIndex', () => {
     expect(new LedgerIndex([v2, again]).verdict(v1.hash, 'contract.pdf')).toEqual({ status: 'verified', entry: again });
   });
 
+  it("calls another document's bytes under a name notarized with other digests modified, naming what they were notarized as (r117)", () => {
+    const notes = entry('notes', '2024-01-15T00:00:00.000Z', 'NOTES.txt');
+    const piped = entry('piped', '2024-01-20T00:00:00.000Z');
+    // Whatever the dates: the NOTES.txt bytes copied over contract.pdf, registered before or after it.
+    for (const entries of [
+      [v1, v2, notes, piped],
+      [notes, piped, v2, v1],
+    ]) {
+      const index = new LedgerIndex(entries);
+      const named = { name: 'contract.pdf', sha256: v2.hash, completedAt: v2.completedAt, digests: 2 };
+      expect(index.verdict(notes.hash, 'contract.pdf')).toEqual({
+        status: 'modified',
+        ...named,
+        notarizedAs: 'NOTES.txt',
+      });
+      expect(index.verdict(piped.hash, 'contract.pdf')).toEqual({ status: 'modified', ...named, notarizedAs: null });
+      // Its own name, a name the ledger never had, no name: verified as before.
+      expect(index.verdict(notes.hash, 'NOTES.txt')).toEqual({ status: 'verified', entry: notes });
+      expect(index.verdict(notes.hash, 'copy-of-notes.txt')).toEqual({ status: 'verified', entry: notes });
+      expect(index.verdict(notes.hash, undefined)).toEqual({ status: 'verified', entry: notes });
+    }
+  });
+
   it('knows nothing of an unknown digest under an unknown name, or with no name', () => {
     const index = new LedgerIndex([v1, bare]);
     expect(index.verdict(hashOf('other'), 'other.pdf')).toEqual({ status: 'unknown' });
