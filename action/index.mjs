@@ -29769,11 +29769,11 @@ var IO = class {
 	*/
 	addSecret(secret, name) {
 		if (secret === void 0 || secret.trim() === "" || this.#added.has(secret)) return;
+		this.#added.add(secret);
 		if (secret.length < 8) {
 			if (name !== void 0) this.#warnShortSecret(name);
 			return;
 		}
-		this.#added.add(secret);
 		for (const part of secretParts(secret)) this.#secrets.add(part);
 		this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
 		const trace = keyTrace(secret);
@@ -43543,7 +43543,7 @@ var init_context = __esmMin((() => {
 				apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
 				login: (apiKey) => logIn(transport, retry, apiKey),
 				onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
-				onToken: (token) => this.io.addSecret(token, "the token the service sent")
+				onToken: (token) => this.io.addSecret(token, "the token in use")
 			});
 			this.#api = new ApiClient(transport, retry, credentials);
 			return this.#api;

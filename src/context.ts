@@ -200,7 +200,8 @@ export class Context {
       apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
       login: (apiKey) => logIn(transport, retry, apiKey),
       onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
-      onToken: (token) => this.io.addSecret(token, 'the token the service sent'),
+      // NOTARIZE_TOKEN and a stored token come here too, not only one the service sent now.
+      onToken: (token) => this.io.addSecret(token, 'the token in use'),
     });
     this.#api = new ApiClient(transport, retry, credentials);
     return this.#api;

@@ -146,11 +146,12 @@ export class IO {
    */
   addSecret(secret: string | undefined, name?: string): void {
     if (secret === undefined || secret.trim() === '' || this.#added.has(secret)) return;
+    // Said once for a secret, by the first name it came with: NOTARIZE_TOKEN is the token used too.
+    this.#added.add(secret);
     if (secret.length < 8) {
       if (name !== undefined) this.#warnShortSecret(name);
       return;
     }
-    this.#added.add(secret);
     for (const part of secretParts(secret)) this.#secrets.add(part);
     this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
     // A URL may write any of its characters %XX, in either case: found by its trace (keysIn).

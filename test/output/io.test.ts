@@ -157,6 +157,9 @@ describe('IO.addSecret', () => {
     io.addSecret('squid', 'the password in HTTPS_PROXY');
     io.addSecret('squid', 'the password in HTTPS_PROXY');
     io.addSecret('tok1234', 'NOTARIZE_TOKEN');
+    // The same token, used (context.ts onToken): said once, by the name the user gave it (r115: "the token
+    // the service sent", of NOTARIZE_TOKEN).
+    io.addSecret('tok1234', 'the token in use');
     io.addSecret('', 'NOTARIZE_TOKEN');
     io.addSecret('  ', 'NOTARIZE_API_KEY');
     const said = stderr()
