@@ -103,11 +103,11 @@ function whenStopping() {
 	return stoppingNow;
 }
 /**
-* Tells this module that a completion (forfait) is being sent; call the
-* function it returns once its answer is recorded, or it failed.
+* Tells this module that a completion (forfait) of `hash` is being sent;
+* call the function it returns once its answer is recorded, or it failed.
 */
-function sendingCompletion() {
-	const entry = {};
+function sendingCompletion(hash) {
+	const entry = { hash };
 	completing.add(entry);
 	return letGo(() => completing.delete(entry));
 }
@@ -213,11 +213,17 @@ function interruptionMessage(signal) {
 	const recorded = [.../* @__PURE__ */ new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
 	const head = `interrupted (${signal})`;
 	const tail = `${recorded.length === 0 ? "" : recorded.length === 1 ? `; the record of ${recorded[0]} is saved, its custody metadata not confirmed as taken: run the same command again to send it` : `; ${recorded.length} records are saved, their custody metadata not confirmed as taken: run the same command again to send it`}${[...owed.values()].flatMap((owing) => owing?.() ?? []).map((clause) => `; ${clause}`).join("")}`;
+	const sent = new Set([...completing].map((entry) => entry.hash));
+	const unanswered = kept.filter((hash) => sent.has(hash));
 	if (kept.length === 1) {
 		const finish = sessionNotes.get(kept[0]) ?? `finish it with \`notarize complete ${kept[0]}\``;
+		if (unanswered.length === 1) return `${head}; the completion of ${kept[0]} was sent and not answered: the service may have completed it; its session is kept: ${finish} (an "already registered" then means it had, and its record is lost)${tail}`;
 		return `${head}; the session of ${kept[0]} is kept: ${finish}${tail}`;
 	}
-	if (kept.length > 1) return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
+	if (kept.length > 1) {
+		const some = unanswered.length === 0 ? "" : ` (the completion${unanswered.length === 1 ? " of one was" : `s of ${unanswered.length} were`} sent and not answered: the service may have completed them; an "already registered" then means it had)`;
+		return `${head}; ${kept.length} sessions are kept${some}: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
+	}
 	if (tail !== "") return `${head}${tail}`;
 	if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;
 	return head;
@@ -15455,7 +15461,7 @@ async function completeStep(deps, pending) {
 	const onSent = () => {
 		checkStillHeld(deps, pending.hash, "its completion (forfait) is not sent");
 		if (recorded) return;
-		recorded = sendingCompletion();
+		recorded = sendingCompletion(pending.hash);
 		deps.onStep?.("completing");
 	};
 	try {

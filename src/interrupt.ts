@@ -52,8 +52,8 @@ const underway = new Set<Underway>();
 const metadataUnsent = new Set<string>();
 /** What to say of a session kept, by hash, instead of `notarize complete <hash>` alone (sessionNote). */
 const sessionNotes = new Map<string, string>();
-/** Completions sent whose answer is not yet recorded. */
-const completing = new Set<object>();
+/** Completions sent whose answer is not yet recorded, each of its hash. */
+const completing = new Set<{ hash: string }>();
 /**
  * Registrations completed (or being completed) whose result and receipt are
  * not yet out, each with what it still owes for the line, if it says
@@ -84,11 +84,11 @@ export function whenStopping(): Promise<void> {
 export const COMPLETION_GRACE_MS = 5000;
 
 /**
- * Tells this module that a completion (forfait) is being sent; call the
- * function it returns once its answer is recorded, or it failed.
+ * Tells this module that a completion (forfait) of `hash` is being sent;
+ * call the function it returns once its answer is recorded, or it failed.
  */
-export function sendingCompletion(): () => void {
-  const entry = {};
+export function sendingCompletion(hash: string): () => void {
+  const entry = { hash };
   completing.add(entry);
   return letGo(() => completing.delete(entry));
 }
@@ -243,12 +243,27 @@ export function interruptionMessage(signal: string): string {
   // Results a signal's grace did not cover (thousands of receipts under one root): a re-run writes them.
   const unwritten = [...owed.values()].flatMap((owing) => owing?.() ?? []).map((clause) => `; ${clause}`);
   const tail = `${metadata}${unwritten.join('')}`;
+  // Sent, and still unanswered when the grace ran out: the service may have completed them (r114: the line
+  // read as if nothing had gone out, and the same command then met "already registered" with no record).
+  const sent = new Set([...completing].map((entry) => entry.hash));
+  const unanswered = kept.filter((hash) => sent.has(hash));
   if (kept.length === 1) {
     const finish = sessionNotes.get(kept[0]!) ?? `finish it with \`notarize complete ${kept[0]}\``;
+    if (unanswered.length === 1) {
+      return (
+        `${head}; the completion of ${kept[0]} was sent and not answered: the service may have completed it; ` +
+        `its session is kept: ${finish} (an "already registered" then means it had, and its record is lost)${tail}`
+      );
+    }
     return `${head}; the session of ${kept[0]} is kept: ${finish}${tail}`;
   }
   if (kept.length > 1) {
-    return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
+    const some =
+      unanswered.length === 0
+        ? ''
+        : ` (the completion${unanswered.length === 1 ? ' of one was' : `s of ${unanswered.length} were`} sent and not ` +
+          'answered: the service may have completed them; an "already registered" then means it had)';
+    return `${head}; ${kept.length} sessions are kept${some}: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
   }
   if (tail !== '') return `${head}${tail}`;
   if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;

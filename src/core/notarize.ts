@@ -808,7 +808,7 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
     // have spent stopped): never a forfait over the run that took the lock over meanwhile.
     checkStillHeld(deps, pending.hash, 'its completion (forfait) is not sent');
     if (recorded) return;
-    recorded = sendingCompletion();
+    recorded = sendingCompletion(pending.hash);
     deps.onStep?.('completing');
   };
   try {

@@ -114,8 +114,11 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       const { run, ms } = await interrupt(spawned, signal);
       bed.record(run);
       expect(run.code, describeRun(run)).toBe(CODE[signal]);
+      // Sent, never answered: it may have been completed (r114: the line read as if nothing had gone out).
       expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
-        `notarize: interrupted (${signal}); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
+        `notarize: interrupted (${signal}); the completion of ${hash} was sent and not answered: the service may have ` +
+          `completed it; its session is kept: finish it with \`notarize complete ${hash}\` (an "already registered" ` +
+          'then means it had, and its record is lost)',
       );
       // The whole grace is waited for (the forfait may still be answered), and no more.
       expect(ms).toBeGreaterThanOrEqual(COMPLETION_GRACE_MS - 100);
@@ -144,9 +147,11 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(run.code, describeRun(run)).toBe(143);
     // A cancelled CI job: a new runner pays a new root unless the tree is kept.
     expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
-      `notarize: interrupted (SIGTERM); the session of ${root} is kept: finish it with \`notarize complete ${root}\` ` +
+      `notarize: interrupted (SIGTERM); the completion of ${root} was sent and not answered: the service may have ` +
+        `completed it; its session is kept: finish it with \`notarize complete ${root}\` ` +
         `or the same command (the Merkle root of this run's documents; this store and ${join(receipts, `${root}.tree.json`)} ` +
-        'hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md))',
+        'hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md)) (an "already registered" then ' +
+        'means it had, and its record is lost)',
     );
     const finished = await bed.run(['complete', root!]);
     expect(finished.code, describeRun(finished)).toBe(0);
@@ -439,9 +444,35 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(ms).toBeLessThan(COMPLETION_GRACE_MS);
     const [hash] = bed.pendingHashes();
     expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
-      `notarize: interrupted (SIGINT); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
+      `notarize: interrupted (SIGINT); the completion of ${hash} was sent and not answered: the service may have ` +
+        `completed it; its session is kept: finish it with \`notarize complete ${hash}\` (an "already registered" ` +
+        'then means it had, and its record is lost)',
     );
     expect(readdirSync(join(bed.onlyServiceDir(), 'locks'))).toEqual([]);
+  });
+
+  it('sessions kept, some with their completion sent and unanswered: the line says how many may have been completed (r114)', async () => {
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang', count: 2 }]);
+    const docs = ['x', 'y', 'z'].map((name) => {
+      const path = join(bed.workDir, `kept-${name}.txt`);
+      writeFileSync(path, `kept document ${name}\n`);
+      return path;
+    });
+    const spawned = spawnCli(['register', ...docs, '-j', '2'], bed.env(), { cwd: bed.workDir });
+    let stderr = '';
+    spawned.child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // Two completions sent, never answered; the third waits for a slot.
+    await until(() => bed.calls('forfait') === 2 && bed.pendingHashes().length === 3, 'two forfaits hang');
+    spawned.child.kill('SIGTERM');
+    await until(() => stderr.includes('waiting up to'), 'the wait is told');
+    const { run } = await interrupt(spawned, 'SIGINT');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      'notarize: interrupted (SIGINT); 3 sessions are kept (the completions of 2 were sent and not answered: the service ' +
+        'may have completed them; an "already registered" then means it had): `notarize pending` lists them, ' +
+        '`notarize complete <hash>` finishes one',
+    );
   });
 
   it('with --json, the line is the JSON error object', async () => {
