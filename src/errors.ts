@@ -76,6 +76,12 @@ export class NotarizeError extends Error {
    * sent again. What it says of an answer or a status is the login's.
    */
   tokenRefusedFirst = false;
+  /**
+   * Set by api/retry.ts on a call's failure when an attempt before its last
+   * may have been processed (its answer lost), whatever the last says: a
+   * 401 then proves nothing of the call.
+   */
+  earlierAttemptMaybeProcessed = false;
 
   constructor(code: string, exitCode: ExitCode, message: string, details: ErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });

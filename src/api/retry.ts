@@ -5,7 +5,15 @@
  * notarization twice.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AuthError, HeldBackError, ownCopy, ProtocolError, ServiceRefusedError, TransientError } from '../errors.js';
+import {
+  AuthError,
+  HeldBackError,
+  NotarizeError,
+  ownCopy,
+  ProtocolError,
+  ServiceRefusedError,
+  TransientError,
+} from '../errors.js';
 import type { ReleaseSlot, RequestSlots } from './slots.js';
 
 /**
@@ -318,21 +326,27 @@ export async function withRetries<T>(
       const final = delay === undefined || probe !== undefined;
       // An optional call's answer tells the service works, but its failure starts nothing (a probe's reschedules).
       outage?.attemptEnded(route, began, failure, { final: probe !== undefined || (final && !optional), probe });
+      const earlierMaybe = processedMaybe;
       processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
-      if (final) throw ofTheCall(failure, processedMaybe);
+      if (final) throw ofTheCall(failure, processedMaybe, earlierMaybe);
       policy.onRetry?.(failure as TransientError, attempt, delay);
       await (policy.wait ?? sleep)(delay);
       // Not "not sent": this call's first attempt may have been processed.
-      if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe);
+      if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe, processedMaybe);
     }
   } finally {
     release?.();
   }
 }
 
-/** The last attempt's `failure` as the call's: not "not processed" when an attempt may have been. */
-function ofTheCall(failure: unknown, processedMaybe: boolean): unknown {
+/**
+ * The last attempt's `failure` as the call's: not "not processed" when an
+ * attempt may have been; and one that says nothing of that (a 401) marked
+ * when an attempt before it may have been (`earlierMaybe`).
+ */
+function ofTheCall(failure: unknown, processedMaybe: boolean, earlierMaybe: boolean): unknown {
   if (processedMaybe && failure instanceof TransientError) failure.notProcessed = false;
+  if (earlierMaybe && failure instanceof NotarizeError) failure.earlierAttemptMaybeProcessed = true;
   return failure;
 }
 

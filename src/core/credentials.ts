@@ -74,13 +74,14 @@ export function loginRefusedHint(status: number | undefined, keyHint: string): s
 
 /**
  * The failure of the login that was to replace a token a call met with a
- * 401, as that call's (#renew gives each caller its own copy): marked so
- * that what is said of the call is that it was not taken (r112: "the
- * service may have completed it" of a forfait answered 401, from the
- * login's 5xx).
+ * 401 (`refused`), as that call's (#renew gives each caller its own copy):
+ * marked so that what is said of the call is that it was not taken (r112:
+ * "the service may have completed it" of a forfait answered 401, from the
+ * login's 5xx); unless an attempt of the call before the 401 may have been
+ * processed (r118: a metadata upload whose answer was lost, then retried).
  */
-function ofRefusedCall(renewal: unknown): unknown {
-  if (renewal instanceof NotarizeError) renewal.tokenRefusedFirst = true;
+function ofRefusedCall(renewal: unknown, refused: AuthError): unknown {
+  if (renewal instanceof NotarizeError && !refused.earlierAttemptMaybeProcessed) renewal.tokenRefusedFirst = true;
   return renewal;
 }
 
@@ -151,7 +152,8 @@ export class TokenCredentials implements Authorizer {
           // The key refused before it is sent (a control character, api/client.ts): this call went out
           // and was answered 401, so that is the failure (exit 3), not the key's exit 2, whose
           // "nothing was sent" is untrue here (r87).
-          if (!(renewal instanceof UsageError) || renewal.code !== 'api_key_invalid') throw ofRefusedCall(renewal);
+          if (!(renewal instanceof UsageError) || renewal.code !== 'api_key_invalid')
+            throw ofRefusedCall(renewal, error);
           error.hint = `the token was refused, and the API key could not log in again (it holds a control character): ${renewal.hint}`;
           throw error;
         });

@@ -264,6 +264,22 @@ describe('a forfait answered 401, then the login to replace the token fails', ()
     },
   );
 
+  it('custody metadata: not taken after a 401 alone; perhaps taken when an attempt before the 401 lost its answer (r118)', async () => {
+    const warm = await bed.file('warm-custody.txt', 'a token stored first');
+    expect((await bed.main(['register', warm])).code).toBe(0);
+    const env = { NOTARIZE_RETRIES: '1', NOTARIZE_RETRY_DELAY_MS: '0' };
+    for (const [faults, said] of [
+      ['file:status=401*1,login:status=503*2', 'could not be sent'],
+      ['file:drop-after*1,file:status=401*1,login:status=503*2', 'may have been taken but is not confirmed'],
+    ] as const) {
+      const doc = await bed.file(`custody-${said.length}.txt`, `custody metadata, ${said}`);
+      bed.sandbox.addFaults(parseFaults(faults));
+      const run = await bed.main(['register', doc, '--custody'], { env });
+      expect(run.code, run.stderr).toBe(4);
+      expect(run.stderr).toContain(`custody: the file metadata ${said}, and the file itself was NOT uploaded.`);
+    }
+  });
+
   it('--aggregate: no warning that the root may have been paid for, its answer lost', async () => {
     const warm = await bed.file('warm-root.txt', 'a token stored first');
     expect((await bed.main(['register', warm])).code).toBe(0);
