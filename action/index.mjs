@@ -420,6 +420,12 @@ var init_errors$2 = __esmMin((() => {
 		* sent again. What it says of an answer or a status is the login's.
 		*/
 		tokenRefusedFirst = false;
+		/**
+		* Set by api/retry.ts on a call's failure when an attempt before its last
+		* may have been processed (its answer lost), whatever the last says: a
+		* 401 then proves nothing of the call.
+		*/
+		earlierAttemptMaybeProcessed = false;
 		constructor(code, exitCode, message, details = {}) {
 			super(message, details.cause === void 0 ? void 0 : { cause: details.cause });
 			this.name = new.target.name;
@@ -12872,7 +12878,7 @@ function judgeByReceipt(hash, path, text) {
 function judgeByLedger(ledger, hash, name) {
 	const verdict = ledger.verdict(hash, name);
 	if (verdict.status === "verified") {
-		const { entry, proof, laterNamesake } = verdict;
+		const { entry, proof, laterNamesake, namedOtherwise } = verdict;
 		return {
 			status: "verified",
 			source: "ledger",
@@ -12881,21 +12887,19 @@ function judgeByLedger(ledger, hash, name) {
 			...laterNamesake ? {
 				reason: namesakeNote(laterNamesake),
 				laterNamesake: true
+			} : {},
+			...namedOtherwise ? {
+				reason: namedOtherwiseNote(namedOtherwise),
+				namedOtherwise: true
 			} : {}
 		};
 	}
 	if (verdict.status === "modified") {
-		const { name, sha256, completedAt, digests, notarizedAs } = verdict;
-		const named = digests === 1 ? `'${name}' was notarized with digest ${sha256} (${completedAt})` : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`;
-		if (notarizedAs === void 0) return {
-			status: "modified",
-			source: "ledger",
-			reason: named
-		};
+		const { name, sha256, completedAt, digests } = verdict;
 		return {
 			status: "modified",
 			source: "ledger",
-			reason: `${named}, and its bytes ${notarizedAs === null ? "with no name (standard input or --hash)" : `as '${notarizedAs}'`}, never as '${name}': another document's bytes (a copy of it under this name reads the same here, since the ledger keeps names without their folders: verify against the receipts register wrote, --receipt-dir, to tell)`
+			reason: notarizedWith(name, sha256, completedAt, digests)
 		};
 	}
 	if (verdict.damaged) return {
@@ -12907,6 +12911,19 @@ function judgeByLedger(ledger, hash, name) {
 		reason: `the service said it has ${verdict.confirmedUnder === hash ? "it" : `the Merkle root ${verdict.confirmedUnder} that holds it`} (a 409), but this store never received the record, so nothing here proves it: its page on the service may show it; a receipt written when it was registered would verify it`
 	};
 	return { status: "unknown" };
+}
+/**
+* What the ledger says of a name notarized with other digests than the
+* document's: several under one base name (versions of one document, or
+* files of other folders sharing it), so the latest is not named as if it
+* were this file's own.
+*/
+function notarizedWith(name, sha256, completedAt, digests) {
+	return digests === 1 ? `'${name}' was notarized with digest ${sha256} (${completedAt})` : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`;
+}
+/** The reason of a document verified by the ledger by bytes it has under another name only (NamedOtherwise). */
+function namedOtherwiseNote({ name, sha256, completedAt, digests, notarizedAs }) {
+	return `its bytes were notarized ${notarizedAs === null ? "with no name (standard input or --hash)" : `as '${notarizedAs}'`}, and ${notarizedWith(name, sha256, completedAt, digests)}: if this is that '${name}', another document's bytes were copied over it; a copy of that document under this name reads the same (the ledger keeps one name a digest): verify against the receipts register wrote, --receipt-dir, to tell`;
 }
 /**
 * The reason of a document verified by the ledger whose name was notarized later with another
@@ -24843,19 +24860,25 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 				final: probe !== void 0 || final && !optional,
 				probe
 			});
+			const earlierMaybe = processedMaybe;
 			processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
-			if (final) throw ofTheCall(failure, processedMaybe);
+			if (final) throw ofTheCall(failure, processedMaybe, earlierMaybe);
 			policy.onRetry?.(failure, attempt, delay);
 			await (policy.wait ?? setTimeout$1)(delay);
-			if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe);
+			if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe, processedMaybe);
 		}
 	} finally {
 		release?.();
 	}
 }
-/** The last attempt's `failure` as the call's: not "not processed" when an attempt may have been. */
-function ofTheCall(failure, processedMaybe) {
+/**
+* The last attempt's `failure` as the call's: not "not processed" when an
+* attempt may have been; and one that says nothing of that (a 401) marked
+* when an attempt before it may have been (`earlierMaybe`).
+*/
+function ofTheCall(failure, processedMaybe, earlierMaybe) {
 	if (processedMaybe && failure instanceof TransientError) failure.notProcessed = false;
+	if (earlierMaybe && failure instanceof NotarizeError) failure.earlierAttemptMaybeProcessed = true;
 	return failure;
 }
 /**
@@ -25882,12 +25905,12 @@ var init_ledger = __esmMin((() => {
 		}
 		/**
 		* `verdict`, with the later notarization of its name with another digest,
-		* if any; or `modified` when the digest was notarized as `ownName` and
-		* never as `name`, which was notarized with other digests: another
-		* document's bytes (its namesake's copied over it: r117), as receipts
-		* judge one found under another document's name (evidence.ts). A genuine
-		* copy of a document under a name notarized with other bytes reads the
-		* same; its receipts tell.
+		* if any; or, when the digest was notarized as `ownName` and never as
+		* `name`, which was notarized with other digests, what says so
+		* (`namedOtherwise`): another document's bytes copied over this one (r117)
+		* look so, but so does a copy of that document under this name registered
+		* as such, which the ledger answered "already registered" and kept no name
+		* of (r118: an alias such as app-latest.tgz): verified, with a warning.
 		*/
 		#verified(hash, name, verdict, ownName) {
 			if (name === void 0) return verdict;
@@ -25897,12 +25920,14 @@ var init_ledger = __esmMin((() => {
 				if (named !== void 0 && !named.all.has(hash)) {
 					const { sha256, completedAt, all } = named;
 					return {
-						status: "modified",
-						name,
-						sha256,
-						completedAt,
-						digests: all.size,
-						notarizedAs: ownName
+						...verdict,
+						namedOtherwise: {
+							name,
+							sha256,
+							completedAt,
+							digests: all.size,
+							notarizedAs: ownName
+						}
 					};
 				}
 			}
@@ -25941,9 +25966,10 @@ the bytes were registered, not as which artifact: verify the folder register wal
 check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
-modified: its receipt, or a ledger entry of this name, is of another digest; from the ledger,
-also a digest it has under other names only, this name being notarized with other digests
-(another document's bytes; a copy under this name reads the same: receipts tell).
+modified: its receipt, or a ledger entry of this name, is of another digest.
+Verified by the ledger by bytes it has under other names only, this name notarized with
+other digests: said in its reason and a warning (another document's bytes copied over it, or
+a copy of that document under this name; the ledger keeps one name a digest: receipts tell).
 Verified by the ledger while its name was notarized later with another digest: said in its
 reason and a warning (the ledger keeps names without their folders: an older build of it, or
 a file of that name elsewhere; receipts tell them apart).
@@ -26323,16 +26349,23 @@ var init_verify = __esmMin((() => {
 		}
 	};
 	LaterNamesakes = class {
-		#count = 0;
-		#first = "";
+		#later = {
+			count: 0,
+			first: ""
+		};
+		#otherwise = {
+			count: 0,
+			first: ""
+		};
 		add(item, finding) {
-			if (finding.status !== "verified" || !finding.laterNamesake) return;
-			if (this.#count++ === 0) this.#first = itemName(item);
+			if (finding.status !== "verified") return;
+			for (const [flag, tally] of [[finding.laterNamesake, this.#later], [finding.namedOtherwise, this.#otherwise]]) if (flag && tally.count++ === 0) tally.first = itemName(item);
 		}
 		warn(io) {
-			if (this.#count === 0) return;
-			const which = this.#count === 1 ? this.#first : `${this.#count} documents (among them ${this.#first})`;
-			io.warn(`${which}: verified by the ledger, whose latest notarization of ${this.#count === 1 ? "that name" : "their names"} is of another digest: if of the same file, an older build was checked; the ledger keeps names without their folders and cannot tell: verify against the receipts register wrote (--receipt-dir)`);
+			const which = ({ count, first }) => count === 1 ? first : `${count} documents (among them ${first})`;
+			const names = (count) => count === 1 ? "that name" : "their names";
+			if (this.#later.count > 0) io.warn(`${which(this.#later)}: verified by the ledger, whose latest notarization of ${names(this.#later.count)} is of another digest: if of the same file, an older build was checked; the ledger keeps names without their folders and cannot tell: verify against the receipts register wrote (--receipt-dir)`);
+			if (this.#otherwise.count > 0) io.warn(`${which(this.#otherwise)}: verified by the ledger, which has these bytes under another name only, while ${names(this.#otherwise.count)} ${this.#otherwise.count === 1 ? "was" : "were"} notarized with other digests: if another document's bytes were copied over them, the ledger cannot tell that from a copy under this name: verify against the receipts register wrote (--receipt-dir)`);
 		}
 	};
 }));
@@ -26636,13 +26669,14 @@ function loginRefusedHint(status, keyHint) {
 }
 /**
 * The failure of the login that was to replace a token a call met with a
-* 401, as that call's (#renew gives each caller its own copy): marked so
-* that what is said of the call is that it was not taken (r112: "the
-* service may have completed it" of a forfait answered 401, from the
-* login's 5xx).
+* 401 (`refused`), as that call's (#renew gives each caller its own copy):
+* marked so that what is said of the call is that it was not taken (r112:
+* "the service may have completed it" of a forfait answered 401, from the
+* login's 5xx); unless an attempt of the call before the 401 may have been
+* processed (r118: a metadata upload whose answer was lost, then retried).
 */
-function ofRefusedCall(renewal) {
-	if (renewal instanceof NotarizeError) renewal.tokenRefusedFirst = true;
+function ofRefusedCall(renewal, refused) {
+	if (renewal instanceof NotarizeError && !refused.earlierAttemptMaybeProcessed) renewal.tokenRefusedFirst = true;
 	return renewal;
 }
 var KEY_REFUSED, NO_LOGIN_THERE, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
@@ -26702,7 +26736,7 @@ var init_credentials = __esmMin((() => {
 				}
 				renewed = true;
 				const fresh = await this.#renew().catch((renewal) => {
-					if (!(renewal instanceof UsageError) || renewal.code !== "api_key_invalid") throw ofRefusedCall(renewal);
+					if (!(renewal instanceof UsageError) || renewal.code !== "api_key_invalid") throw ofRefusedCall(renewal, error);
 					error.hint = `the token was refused, and the API key could not log in again (it holds a control character): ${renewal.hint}`;
 					throw error;
 				});

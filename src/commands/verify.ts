@@ -76,9 +76,10 @@ the bytes were registered, not as which artifact: verify the folder register wal
 check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
-modified: its receipt, or a ledger entry of this name, is of another digest; from the ledger,
-also a digest it has under other names only, this name being notarized with other digests
-(another document's bytes; a copy under this name reads the same: receipts tell).
+modified: its receipt, or a ledger entry of this name, is of another digest.
+Verified by the ledger by bytes it has under other names only, this name notarized with
+other digests: said in its reason and a warning (another document's bytes copied over it, or
+a copy of that document under this name; the ledger keeps one name a digest: receipts tell).
 Verified by the ledger while its name was notarized later with another digest: said in its
 reason and a warning (the ledger keeps names without their folders: an older build of it, or
 a file of that name elsewhere; receipts tell them apart).
@@ -327,28 +328,47 @@ class ElsewhereReceipts {
 }
 
 /**
- * Documents verified by the ledger whose names were notarized later with
- * another digest (LedgerIndex.verdict): each result's reason says so; one
- * warning after the run says it where a script reading exit 0 looks, since
- * an older build swapped in is among what it may be (r97).
+ * Documents verified by the ledger with a doubt it cannot settle
+ * (LedgerIndex.verdict): their names notarized later with another digest
+ * (an older build swapped in is among what they may be: r97), or their
+ * bytes known under another name only while their names were notarized
+ * with other digests (another document's bytes copied over them: r117).
+ * Each result's reason says so; one warning of each after the run says it
+ * where a script reading exit 0 looks.
  */
 class LaterNamesakes {
-  #count = 0;
-  #first = '';
+  readonly #later = { count: 0, first: '' };
+  readonly #otherwise = { count: 0, first: '' };
 
   add(item: InputItem, finding: Finding): void {
-    if (finding.status !== 'verified' || !finding.laterNamesake) return;
-    if (this.#count++ === 0) this.#first = itemName(item);
+    if (finding.status !== 'verified') return;
+    for (const [flag, tally] of [
+      [finding.laterNamesake, this.#later],
+      [finding.namedOtherwise, this.#otherwise],
+    ] as const) {
+      if (flag && tally.count++ === 0) tally.first = itemName(item);
+    }
   }
 
   warn(io: IO): void {
-    if (this.#count === 0) return;
-    const which = this.#count === 1 ? this.#first : `${this.#count} documents (among them ${this.#first})`;
-    io.warn(
-      `${which}: verified by the ledger, whose latest notarization of ${this.#count === 1 ? 'that name' : 'their names'} is of another digest: ` +
-        'if of the same file, an older build was checked; the ledger keeps names without their folders and cannot tell: ' +
-        'verify against the receipts register wrote (--receipt-dir)',
-    );
+    const which = ({ count, first }: { count: number; first: string }) =>
+      count === 1 ? first : `${count} documents (among them ${first})`;
+    const names = (count: number) => (count === 1 ? 'that name' : 'their names');
+    if (this.#later.count > 0) {
+      io.warn(
+        `${which(this.#later)}: verified by the ledger, whose latest notarization of ${names(this.#later.count)} is of another digest: ` +
+          'if of the same file, an older build was checked; the ledger keeps names without their folders and cannot tell: ' +
+          'verify against the receipts register wrote (--receipt-dir)',
+      );
+    }
+    if (this.#otherwise.count > 0) {
+      io.warn(
+        `${which(this.#otherwise)}: verified by the ledger, which has these bytes under another name only, while ` +
+          `${names(this.#otherwise.count)} ${this.#otherwise.count === 1 ? 'was' : 'were'} notarized with other digests: ` +
+          "if another document's bytes were copied over them, the ledger cannot tell that from a copy under this name: " +
+          'verify against the receipts register wrote (--receipt-dir)',
+      );
+    }
   }
 }
 

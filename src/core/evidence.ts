@@ -29,7 +29,7 @@ import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
 import { readOr } from '../fd-shortage.js';
 import type { InputItem } from './inputs.js';
-import type { LedgerIndex, Namesake } from './ledger.js';
+import type { LedgerIndex, NamedOtherwise, Namesake } from './ledger.js';
 import { decodeJsonText } from './read-input.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 import { pathSegments, RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
@@ -64,6 +64,8 @@ export interface Finding {
   byDigest?: true;
   /** For `verified` by the ledger: its name was notarized later with another digest (`reason` says which). */
   laterNamesake?: true;
+  /** For `verified` by the ledger: by bytes it has under another name only, this name of other digests (`reason`). */
+  namedOtherwise?: true;
 }
 
 /** Where receipts are looked for, besides beside each document. */
@@ -176,33 +178,19 @@ export function judgeByReceipt(hash: string, path: string, text: string): Findin
 function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefined): Finding {
   const verdict = ledger.verdict(hash, name);
   if (verdict.status === 'verified') {
-    const { entry, proof, laterNamesake } = verdict;
+    const { entry, proof, laterNamesake, namedOtherwise } = verdict;
     return {
       status: 'verified',
       source: 'ledger',
       recordJson: entry.recordJson,
       ...(proof ? { proof } : {}),
       ...(laterNamesake ? { reason: namesakeNote(laterNamesake), laterNamesake: true as const } : {}),
+      ...(namedOtherwise ? { reason: namedOtherwiseNote(namedOtherwise), namedOtherwise: true as const } : {}),
     };
   }
   if (verdict.status === 'modified') {
-    const { name, sha256, completedAt, digests, notarizedAs } = verdict;
-    // Several digests under this base name (versions of one document, or files of other folders sharing
-    // it): none is this one, and the latest is not named as if it were this file's own.
-    const named =
-      digests === 1
-        ? `'${name}' was notarized with digest ${sha256} (${completedAt})`
-        : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`;
-    if (notarizedAs === undefined) return { status: 'modified', source: 'ledger', reason: named };
-    const as = notarizedAs === null ? 'with no name (standard input or --hash)' : `as '${notarizedAs}'`;
-    return {
-      status: 'modified',
-      source: 'ledger',
-      reason:
-        `${named}, and its bytes ${as}, never as '${name}': another document's bytes (a copy of it under this ` +
-        'name reads the same here, since the ledger keeps names without their folders: verify against the receipts ' +
-        'register wrote, --receipt-dir, to tell)',
-    };
+    const { name, sha256, completedAt, digests } = verdict;
+    return { status: 'modified', source: 'ledger', reason: notarizedWith(name, sha256, completedAt, digests) };
   }
   if (verdict.damaged) return { status: 'unknown', reason: `its ledger entry is no proof: ${verdict.damaged.message}` };
   if (verdict.confirmedUnder !== undefined) {
@@ -215,6 +203,28 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
     };
   }
   return { status: 'unknown' };
+}
+
+/**
+ * What the ledger says of a name notarized with other digests than the
+ * document's: several under one base name (versions of one document, or
+ * files of other folders sharing it), so the latest is not named as if it
+ * were this file's own.
+ */
+function notarizedWith(name: string, sha256: string, completedAt: string, digests: number): string {
+  return digests === 1
+    ? `'${name}' was notarized with digest ${sha256} (${completedAt})`
+    : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`;
+}
+
+/** The reason of a document verified by the ledger by bytes it has under another name only (NamedOtherwise). */
+function namedOtherwiseNote({ name, sha256, completedAt, digests, notarizedAs }: NamedOtherwise): string {
+  const as = notarizedAs === null ? 'with no name (standard input or --hash)' : `as '${notarizedAs}'`;
+  return (
+    `its bytes were notarized ${as}, and ${notarizedWith(name, sha256, completedAt, digests)}: if this is ` +
+    `that '${name}', another document's bytes were copied over it; a copy of that document under this name reads ` +
+    'the same (the ledger keeps one name a digest): verify against the receipts register wrote, --receipt-dir, to tell'
+  );
 }
 
 /**

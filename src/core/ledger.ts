@@ -15,24 +15,24 @@ export type Verdict =
    * `proof`: the document is a leaf of the registered root `entry` is the record of. `laterNamesake`:
    * a file of this name was notarized later with another digest (see LedgerIndex.verdict).
    */
-  | { status: 'verified'; entry: LedgerEntry; proof?: InclusionProof; laterNamesake?: Namesake }
+  | {
+      status: 'verified';
+      entry: LedgerEntry;
+      proof?: InclusionProof;
+      laterNamesake?: Namesake;
+      /**
+       * The digest was notarized as `notarizedAs` (null: with no name, standard input or --hash), never
+       * under the name asked about, which was notarized with other digests: another document's bytes
+       * copied over this one, or a copy of that document under this name (r117, r118).
+       */
+      namedOtherwise?: NamedOtherwise;
+    }
   /**
    * A file of this name was notarized with digest `sha256`, completed at
    * `completedAt` (the latest of `digests` distinct digests notarized under
    * that name: a name is a base name, which files of several folders share).
    */
-  | {
-      status: 'modified';
-      name: string;
-      sha256: string;
-      completedAt: string;
-      digests: number;
-      /**
-       * Set when the ledger has the document's digest, notarized under another name (null: none,
-       * standard input or --hash) and never under this one: another document's bytes (r117).
-       */
-      notarizedAs?: string | null;
-    }
+  | { status: 'modified'; name: string; sha256: string; completedAt: string; digests: number }
   /**
    * `damaged`: the ledger has a file for this digest, but it is no proof (unreadable, or a record of another hash).
    * `confirmedUnder`: the service answered 409 for this digest, or for the root of a tree holding it
@@ -45,6 +45,17 @@ export interface Namesake {
   name: string;
   sha256: string;
   completedAt: string;
+}
+
+/** What the ledger knows of a name a digest was never notarized under (LedgerIndex.verdict). */
+export interface NamedOtherwise {
+  name: string;
+  /** The latest digest notarized under `name`, when, and how many there are. */
+  sha256: string;
+  completedAt: string;
+  digests: number;
+  /** The name the digest was notarized under; null: none (standard input or --hash). */
+  notarizedAs: string | null;
 }
 
 /** The record of a registered tree's root: every tree LedgerIndex is given has one (Trees.load, registeredOnly). */
@@ -172,12 +183,12 @@ export class LedgerIndex {
 
   /**
    * `verdict`, with the later notarization of its name with another digest,
-   * if any; or `modified` when the digest was notarized as `ownName` and
-   * never as `name`, which was notarized with other digests: another
-   * document's bytes (its namesake's copied over it: r117), as receipts
-   * judge one found under another document's name (evidence.ts). A genuine
-   * copy of a document under a name notarized with other bytes reads the
-   * same; its receipts tell.
+   * if any; or, when the digest was notarized as `ownName` and never as
+   * `name`, which was notarized with other digests, what says so
+   * (`namedOtherwise`): another document's bytes copied over this one (r117)
+   * look so, but so does a copy of that document under this name registered
+   * as such, which the ledger answered "already registered" and kept no name
+   * of (r118: an alias such as app-latest.tgz): verified, with a warning.
    */
   #verified(
     hash: string,
@@ -192,7 +203,7 @@ export class LedgerIndex {
       const named = this.#byName.get(name);
       if (named !== undefined && !named.all.has(hash)) {
         const { sha256, completedAt, all } = named;
-        return { status: 'modified', name, sha256, completedAt, digests: all.size, notarizedAs: ownName };
+        return { ...verdict, namedOtherwise: { name, sha256, completedAt, digests: all.size, notarizedAs: ownName } };
       }
     }
     // Only a tree completed after it can hold a later namesake: the leaves (each tree folded to be

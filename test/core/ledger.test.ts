@@ -73,10 +73,10 @@ describe('LedgerIndex', () => {
     expect(new LedgerIndex([v2, again]).verdict(v1.hash, 'contract.pdf')).toEqual({ status: 'verified', entry: again });
   });
 
-  it("calls another document's bytes under a name notarized with other digests modified, naming what they were notarized as (r117)", () => {
+  it('verifies bytes it has under another name only, under a name notarized with other digests, saying so (r117, r118)', () => {
     const notes = entry('notes', '2024-01-15T00:00:00.000Z', 'NOTES.txt');
     const piped = entry('piped', '2024-01-20T00:00:00.000Z');
-    // Whatever the dates: the NOTES.txt bytes copied over contract.pdf, registered before or after it.
+    // Whatever the dates: NOTES.txt's bytes copied over contract.pdf, or a copy of NOTES.txt named contract.pdf.
     for (const entries of [
       [v1, v2, notes, piped],
       [notes, piped, v2, v1],
@@ -84,12 +84,16 @@ describe('LedgerIndex', () => {
       const index = new LedgerIndex(entries);
       const named = { name: 'contract.pdf', sha256: v2.hash, completedAt: v2.completedAt, digests: 2 };
       expect(index.verdict(notes.hash, 'contract.pdf')).toEqual({
-        status: 'modified',
-        ...named,
-        notarizedAs: 'NOTES.txt',
+        status: 'verified',
+        entry: notes,
+        namedOtherwise: { ...named, notarizedAs: 'NOTES.txt' },
       });
-      expect(index.verdict(piped.hash, 'contract.pdf')).toEqual({ status: 'modified', ...named, notarizedAs: null });
-      // Its own name, a name the ledger never had, no name: verified as before.
+      expect(index.verdict(piped.hash, 'contract.pdf')).toEqual({
+        status: 'verified',
+        entry: piped,
+        namedOtherwise: { ...named, notarizedAs: null },
+      });
+      // Its own name, a name the ledger never had, no name: nothing to say.
       expect(index.verdict(notes.hash, 'NOTES.txt')).toEqual({ status: 'verified', entry: notes });
       expect(index.verdict(notes.hash, 'copy-of-notes.txt')).toEqual({ status: 'verified', entry: notes });
       expect(index.verdict(notes.hash, undefined)).toEqual({ status: 'verified', entry: notes });
