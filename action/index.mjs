@@ -43758,6 +43758,10 @@ function buildProgram(io, env, state) {
 		outputError: () => {}
 	});
 	for (const entry of COMMANDS) program.command(entry.name).description(entry.summary);
+	const showVersion = () => {
+		io.data(VERSION);
+		throw new CommanderError(0, "commander.version", VERSION);
+	};
 	const configured = /* @__PURE__ */ new WeakSet();
 	/** Loads a command's module and lets it add its arguments, options and subcommands; once per command. */
 	const load = async (subcommand) => {
@@ -43773,10 +43777,10 @@ function buildProgram(io, env, state) {
 		state.storeModule = storeModule;
 		module.configure(subcommand, context, COMMANDS);
 		for (const command of commandTree(subcommand)) {
-			acceptGlobalOptions(command, program);
+			acceptGlobalOptions(command, program, showVersion);
 			if (command.commands.length > 0 && command.name() !== "help") {
 				command.helpCommand(false);
-				command.command("help [command...]", { hidden: true }).description(`show the help of a command of ${commandPath(command)}: \`${commandPath(command)} help <command>\``).action((names) => showHelp(command, names));
+				acceptGlobalOptions(command.command("help [command...]", { hidden: true }).description(`show the help of a command of ${commandPath(command)}: \`${commandPath(command)} help <command>\``).action((names) => showHelp(command, names)), program, showVersion);
 			}
 		}
 	};
@@ -43791,7 +43795,7 @@ function buildProgram(io, env, state) {
 		target.outputHelp();
 	};
 	program.helpCommand(false);
-	acceptGlobalOptions(program.command("help [command...]").description("show the help of a command: `help <command>` is `<command> --help`").action((names) => showHelp(program, names)), program);
+	acceptGlobalOptions(program.command("help [command...]").description("show the help of a command: `help <command>` is `<command> --help`").action((names) => showHelp(program, names)), program, showVersion);
 	program.hook("preSubcommand", async (_program, subcommand) => {
 		await load(subcommand);
 		refuseUnknownCommandWithHelp(subcommand, program.args.slice(program.args.indexOf(subcommand.name()) + 1));
@@ -43815,10 +43819,11 @@ function buildProgram(io, env, state) {
 * has a hidden copy of each, which takeGlobalOptions hands to the program;
 * a bundle of a command's short flags with -q (`-rq`) is split there too.
 */
-function acceptGlobalOptions(command, program) {
+function acceptGlobalOptions(command, program, showVersion) {
 	for (const global of program.options) {
-		if (global.attributeName() === "version") continue;
-		if (!command.options.some((option) => option.long === global.long || global.short !== void 0 && option.short === global.short)) command.addOption(new Option(global.flags, global.description).hideHelp());
+		if (command.options.some((option) => option.long === global.long || global.short !== void 0 && option.short === global.short)) continue;
+		command.addOption(new Option(global.flags, global.description).hideHelp());
+		if (global.attributeName() === "version") command.on("option:version", showVersion);
 	}
 }
 /** The global options given after the command's name (acceptGlobalOptions), as the program's: the last given wins. */

@@ -252,6 +252,11 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
   for (const entry of COMMANDS) {
     program.command(entry.name).description(entry.summary);
   }
+  // -V after a command (`notarize hash -V`), as the program's own prints it: the version, exit 0.
+  const showVersion = (): never => {
+    io.data(VERSION);
+    throw new CommanderError(0, 'commander.version', VERSION);
+  };
   const configured = new WeakSet<Command>();
   /** Loads a command's module and lets it add its arguments, options and subcommands; once per command. */
   const load = async (subcommand: Command): Promise<void> => {
@@ -272,17 +277,18 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     state.storeModule = storeModule;
     module.configure(subcommand, context, COMMANDS);
     for (const command of commandTree(subcommand)) {
-      acceptGlobalOptions(command, program);
+      acceptGlobalOptions(command, program, showVersion);
       // `config help set`, as commander's own help command of a command with subcommands is called;
       // commander's prints the whole help for a name it does not know, without naming it.
       if (command.commands.length > 0 && command.name() !== 'help') {
         command.helpCommand(false);
-        command
+        const help = command
           .command('help [command...]', { hidden: true })
           .description(
             `show the help of a command of ${commandPath(command)}: \`${commandPath(command)} help <command>\``,
           )
           .action((names: string[]) => showHelp(command, names));
+        acceptGlobalOptions(help, program, showVersion);
       }
     }
   };
@@ -309,7 +315,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .command('help [command...]')
     .description('show the help of a command: `help <command>` is `<command> --help`')
     .action((names: string[]) => showHelp(program, names));
-  acceptGlobalOptions(help, program);
+  acceptGlobalOptions(help, program, showVersion);
   program.hook('preSubcommand', async (_program, subcommand) => {
     await load(subcommand);
     // The words after the command's name (commander set them before dispatching to it).
@@ -336,13 +342,14 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
  * has a hidden copy of each, which takeGlobalOptions hands to the program;
  * a bundle of a command's short flags with -q (`-rq`) is split there too.
  */
-function acceptGlobalOptions(command: Command, program: Command): void {
+function acceptGlobalOptions(command: Command, program: Command, showVersion: () => never): void {
   for (const global of program.options) {
-    if (global.attributeName() === 'version') continue;
     const taken = command.options.some(
       (option) => option.long === global.long || (global.short !== undefined && option.short === global.short),
     );
-    if (!taken) command.addOption(new Option(global.flags, global.description).hideHelp());
+    if (taken) continue;
+    command.addOption(new Option(global.flags, global.description).hideHelp());
+    if (global.attributeName() === 'version') command.on('option:version', showVersion);
   }
 }
 

@@ -47,6 +47,31 @@ describe('notarize help <command>', () => {
     }
   });
 
+  it('global options after any command, its help commands and nested ones included; -V there prints the version (r118)', async () => {
+    const version = await bed.main(['--version']);
+    expect(version.code).toBe(0);
+    for (const argv of [
+      ['hash', '-V'],
+      ['hash', 'x.txt', '--version'],
+      ['config', 'set', '-V'],
+      ['help', '-V'],
+    ]) {
+      const run = await bed.main(argv);
+      expect(run.code, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
+      expect(run.stdout, argv.join(' ')).toBe(version.stdout);
+    }
+    for (const argv of [
+      ['config', 'help', 'set', '--json'],
+      ['pending', 'help', 'drop', '-q'],
+      ['config', 'help', '--verbose'],
+      ['help', 'register', '--json'],
+    ]) {
+      const run = await bed.main(argv);
+      expect(run.code, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
+      expect(run.stdout, argv.join(' ')).toMatch(/^Usage: notarize /);
+    }
+  });
+
   it('what the client assumes to retry the paid step is said in --help, and in that of the commands that send forfait', async () => {
     for (const argv of [['--help'], ['register', '--help'], ['complete', '--help']]) {
       const run = await bed.main(argv);
