@@ -23934,9 +23934,9 @@ var init_register_aggregate = __esmMin((() => {
 		/** Adds to a root's failure that, once `complete` has registered it, this command writes its documents' receipts. */
 		#sayReceiptsAfterComplete(result) {
 			if (!isRootProtocolFailure(result)) return;
-			const then = "a Merkle root: once complete has registered it, run this same command with this store: it writes the documents' receipts from the record";
+			const then = "this being a Merkle root, once complete has registered it, run this same command with this store: it writes the documents' receipts from the record";
 			const { error } = result;
-			if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint} (${then})` : then;
+			if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint}; ${then}` : then;
 		}
 		/**
 		* The receipt of a document under a root whose record the store could not

@@ -1046,10 +1046,10 @@ export class Aggregator {
   #sayReceiptsAfterComplete(result: RootResult): void {
     if (!isRootProtocolFailure(result)) return;
     const then =
-      'a Merkle root: once complete has registered it, run this same command with this store: it writes the ' +
-      "documents' receipts from the record";
+      'this being a Merkle root, once complete has registered it, run this same command with this store: it writes ' +
+      "the documents' receipts from the record";
     const { error } = result;
-    if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint} (${then})` : then;
+    if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint}; ${then}` : then;
   }
 
   /**

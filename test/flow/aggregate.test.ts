@@ -467,7 +467,7 @@ describe('register --aggregate re-runs', () => {
     const root = /notarize complete ([0-9a-f]{64}) --use-active-subscription/.exec(error.hint ?? '')?.[1];
     expect(root, error.hint).toBeDefined();
     expect(error.hint).toContain(
-      "a Merkle root: once complete has registered it, run this same command with this store: it writes the documents' receipts",
+      "; this being a Merkle root, once complete has registered it, run this same command with this store: it writes the documents' receipts",
     );
     // Written though nothing was paid: `complete` may pay for it, knowing nothing of --receipt-dir.
     expect(readdirSync(receipts)).toEqual([`${root}.tree.json`]);
