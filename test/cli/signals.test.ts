@@ -227,11 +227,12 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       /; the receipts of \d+ of the \d+ documents under a Merkle root are not known to be written: run the same command again to write them$/,
     );
     const forfaits = bed.calls('forfait');
-    const again = await bed.run(args);
+    const again = await bed.run(args, { timeoutMs: 120_000 });
     expect(again.code, describeRun(again)).toBe(0);
     expect(receiptCount()).toBe(count);
     expect(bed.calls('forfait')).toBe(forfaits);
-  });
+    // Three runs of 4,000 documents, each of whose waits allows 90 s: 7.8 s alone, over 30 s in a loaded suite.
+  }, 300_000);
 
   it("a cold re-run stopped while it writes receipts from another receipt's record: the line says how many are not (r87)", async () => {
     const count = 4000;
