@@ -182,10 +182,12 @@ export function checksumsFor(view: View): Checksums {
  * (io.error keeps line feeds, for help and stack traces).
  */
 function failureLine({ file, error }: Extract<Checksum, { error: unknown }>): string {
+  // With what to do, as --json's error object has it (r115: a name not UTF-8 said why, not what to do).
+  const hint = error.hint ? ` (${error.hint})` : '';
   return forTerminal(
     error instanceof InputFileError
-      ? `notarize: ${error.path}: ${error.reason}`
-      : `notarize: ${file}: ${error.message}`,
+      ? `notarize: ${error.path}: ${error.reason}${hint}`
+      : `notarize: ${file}: ${error.message}${hint}`,
   );
 }
 

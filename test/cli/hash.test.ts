@@ -94,6 +94,14 @@ describe('runHash', () => {
     // A name with a backslash gets sha256sum's escaping.
     expect(text.stdout()).toBe(`${ha}  ${a}\n\\${hb}  ${b.replace(/\\/g, '\\\\')}\n`);
     expect(text.stderr()).toBe(`notarize: ${missing}: no such file or directory\n`);
+    // A failure with what to do says it, as the JSON error object does (r115).
+    const folder = tempDir();
+    const hinted = bufferIO();
+    const hintedView = { io: hinted.io, env: {}, format: 'table' as const };
+    await present(hintedView, await runHash(options(hinted, [a, folder]), checksumsFor(hintedView)));
+    expect(hinted.stderr()).toMatch(
+      new RegExp(`^notarize: ${folder}: .*\\(add --recursive to process the files in it\\)\n`),
+    );
 
     const json = bufferIO();
     const jsonView = { io: json.io, env: {}, format: 'json' as const };
