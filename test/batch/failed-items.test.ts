@@ -55,7 +55,7 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
     expect(lines(run.stderr)).toEqual([
       `notarize: ${bed.path('pipe')}: not a regular file`,
       'notarize: /dev/null: not a regular file',
-      `notarize: ${bed.path('dir')}: is a directory`,
+      `notarize: ${bed.path('dir')}: is a directory (add --recursive to process the files in it)`,
       'notarize: 3 of 4 files could not be read',
     ]);
   });
@@ -248,7 +248,12 @@ describe('--files-from: bounded, never a crash', () => {
       const zeros = await bed.main(['hash', '--files-from', bed.path('zeros'), ...extra]);
       expect(zeros.code, describeRun(zeros)).toBe(2);
       expect(zeros.stdout).toBe('');
-      expect(zeros.stderr).toMatch(/: no path in \d+ bytes: not a list of paths; the rest is not read$/m);
+      // With what to do, but for -0, which is what it says to add.
+      expect(zeros.stderr).toMatch(
+        extra.length === 0
+          ? /: no path in \d+ bytes: not a list of paths; the rest is not read \(for a NUL-separated list \(find -print0\), add -0\)$/m
+          : /: no path in \d+ bytes: not a list of paths; the rest is not read$/m,
+      );
     }
   });
 
