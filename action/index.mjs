@@ -15461,6 +15461,7 @@ async function requestStep(deps, input, follows) {
 			}).catch(() => {});
 			error.hint = requestUnread(input.hash, requestedAt).hint;
 		}
+		if (error instanceof ServiceRefusedError && error.status !== 409 && error.hint === void 0) error.hint = "the service refused the registration request, as its message says: no session was kept and nothing was paid for; fix what it names and run the same command again";
 		throw error;
 	}
 }
@@ -17602,7 +17603,8 @@ function checksumsFor(view) {
 * (io.error keeps line feeds, for help and stack traces).
 */
 function failureLine({ file, error }) {
-	return forTerminal(error instanceof InputFileError ? `notarize: ${error.path}: ${error.reason}` : `notarize: ${file}: ${error.message}`);
+	const hint = error.hint ? ` (${error.hint})` : "";
+	return forTerminal(error instanceof InputFileError ? `notarize: ${error.path}: ${error.reason}${hint}` : `notarize: ${file}: ${error.message}${hint}`);
 }
 /**
 * Shows a run's result; see the module comment. Its failure is the caller's

@@ -786,6 +786,13 @@ async function requestStep(deps: FlowDeps, input: RegisterInput, follows?: strin
         .catch(() => {});
       error.hint = requestUnread(input.hash, requestedAt).hint;
     }
+    // A 4xx but 409 (already registered, the caller's): what to do, which the service's message alone
+    // does not say (r115). Read as refused, not processed: an assumption, as every status is.
+    if (error instanceof ServiceRefusedError && error.status !== 409 && error.hint === undefined) {
+      error.hint =
+        'the service refused the registration request, as its message says: no session was kept and nothing was ' +
+        'paid for; fix what it names and run the same command again';
+    }
     throw error;
   }
 }

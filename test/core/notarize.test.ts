@@ -297,12 +297,19 @@ describe('register', () => {
     expect(store.readRecord(hash)).toBeUndefined();
   });
 
-  it('a refusal of the request step other than 409 passes unchanged, and nothing is saved', async () => {
+  it('a refusal of the request step other than 409 says what to do, and nothing is saved', async () => {
     const hash = sha256('refused');
     fault('request:status=400*1');
     const { store, deps } = world();
     const error = await rejectionOf(register(deps, input(hash)), ServiceRefusedError);
-    expect(error).toMatchObject({ status: 400, serviceMessage: 'injected fault: HTTP 400', hint: undefined });
+    // r115: the service's words alone, no hint.
+    expect(error).toMatchObject({
+      status: 400,
+      serviceMessage: 'injected fault: HTTP 400',
+      hint:
+        'the service refused the registration request, as its message says: no session was kept and nothing was ' +
+        'paid for; fix what it names and run the same command again',
+    });
     expect(store.readPending(hash)).toBeUndefined();
     expect(store.readUnanswered(hash)).toBeUndefined();
   });
