@@ -24101,7 +24101,8 @@ an --aggregate run leaves out of its tree what this store registered one by one 
 again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
-not document its status codes: this reading of 409 is an assumption.
+not document its status codes: this reading of 409 is an assumption. A session is completed
+whatever its \`status\` says (every sample has "active"; what other values mean is undocumented).
 A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
 again on its own; \`notarize complete <hash>\` sends it again when you ask.
 
@@ -27681,7 +27682,7 @@ var logout_exports = /* @__PURE__ */ __exportAll({
 	runLogout: () => runLogout
 });
 function configure$3(command, context) {
-	command.addHelpText("after", "\nIt forgets the token of the current service only: a store logged in to several keeps the others (log out of each).");
+	command.addHelpText("after", "\nIt forgets the token of the current service only: a store logged in to several keeps the others (log out of each).\nNo logout is sent: the service documents none, so the token still works there until it expires\n(its exp, about 10 hours after the login): a copy of it elsewhere stays usable until then.");
 	command.addHelpText("after", examples([
 		"notarize logout",
 		"# CI: leave no token behind on a shared runner",

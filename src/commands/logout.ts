@@ -18,7 +18,9 @@ export interface LogoutOptions {
 export function configure(command: Command, context: () => Context): void {
   command.addHelpText(
     'after',
-    '\nIt forgets the token of the current service only: a store logged in to several keeps the others (log out of each).',
+    '\nIt forgets the token of the current service only: a store logged in to several keeps the others (log out of each).\n' +
+      'No logout is sent: the service documents none, so the token still works there until it expires\n' +
+      '(its exp, about 10 hours after the login): a copy of it elsewhere stays usable until then.',
   );
   command.addHelpText(
     'after',

@@ -151,7 +151,8 @@ an --aggregate run leaves out of its tree what this store registered one by one 
 again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
-not document its status codes: this reading of 409 is an assumption.
+not document its status codes: this reading of 409 is an assumption. A session is completed
+whatever its \`status\` says (every sample has "active"; what other values mean is undocumented).
 A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
 again on its own; \`notarize complete <hash>\` sends it again when you ask.
 

@@ -97,6 +97,15 @@ describe('notarize help <command>', () => {
       );
       expect(help, name).toContain('A Retry-After longer than 30 s ends the retries');
     }
+    // r115: what is assumed of a session's status, and of a logout the service does not document.
+    const register = (await bed.main(['register', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(register).toContain(
+      'A session is completed whatever its `status` says (every sample has "active"; what other values mean is undocumented).',
+    );
+    const logout = (await bed.main(['logout', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(logout).toContain(
+      'No logout is sent: the service documents none, so the token still works there until it expires (its exp, about 10 hours after the login)',
+    );
   });
 
   it('`help` alone is `--help`', async () => {
