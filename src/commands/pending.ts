@@ -35,7 +35,8 @@ export function configure(command: Command, context: () => Context): void {
       'after',
       `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session (or its own request step
 answered unreadably), though the document is a leaf of a Merkle root registered or pending here
-(register --no-complete, then --aggregate):
+(requested on its own while a root held it: \`register --aggregate --no-complete\`, then
+\`register --no-complete --force\` of one of its documents):
 completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
 'blocked': a tree file that cannot be read may hold it under a root already paid for, or it is a leaf
 of a root whose request step was answered unreadably, so \`complete --all\` does not send it (a warning
