@@ -44323,7 +44323,7 @@ async function runAction(env = process.env) {
 	}
 	if (code === EXIT.protocol && argv[0] === "register" && namesLaterCommands(lines)) {
 		const where = notarizeEnv.NOTARIZE_CONFIG_DIR;
-		fail(`an answer of the service could not be used (exit 5): the action runs register and verify only, and running this step again does not send that session again on its own; the commands notarize names above (\`notarize complete\`, \`notarize pending drop\`) finish it from a later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${where ?? "<the store the workflow set>"} (the job's store)`);
+		fail(`an answer of the service could not be used (exit 5): the action runs register and verify only, and running this step again does not send that session again on its own; the commands notarize names above (\`notarize complete\`, \`notarize pending drop\`) finish it from a later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${where ?? "<the store the workflow set>"} (the job's store), notarize installed in that step as docs/ci.md shows (the action brings none to \`run:\` steps)`);
 	}
 	if (code !== EXIT.ok && documentResults(lines).length === 0) {
 		if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);

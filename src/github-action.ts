@@ -270,7 +270,8 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
       'an answer of the service could not be used (exit 5): the action runs register and verify only, and running ' +
         'this step again does not send that session again on its own; the commands notarize names above ' +
         `(\`notarize complete\`, \`notarize pending drop\`) finish it from a later \`run:\` step of this job with ` +
-        `NOTARIZE_CONFIG_DIR=${where ?? '<the store the workflow set>'} (the job's store)`,
+        `NOTARIZE_CONFIG_DIR=${where ?? '<the store the workflow set>'} (the job's store), notarize installed ` +
+        'in that step as docs/ci.md shows (the action brings none to `run:` steps)',
     );
   }
   if (code !== EXIT.ok && documentResults(lines).length === 0) {

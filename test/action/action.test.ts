@@ -190,7 +190,10 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(step.run.stderr).toContain(
       '::error::notarize action: an answer of the service could not be used (exit 5): the action runs register and verify only',
     );
-    expect(step.run.stderr).toContain(`later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${store} (the job's store)`);
+    expect(step.run.stderr).toContain(
+      `later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${store} (the job's store), notarize installed in ` +
+        'that step as docs/ci.md shows (the action brings none to `run:` steps)',
+    );
   });
 
   it("paths holding RUNNER_TEMP (the action's results, the job's stores, the runner's files): exit 2, nothing sent", async () => {
