@@ -221,7 +221,8 @@ function interruptionMessage(signal) {
 		return `${head}; the session of ${kept[0]} is kept: ${finish}${tail}`;
 	}
 	if (kept.length > 1) {
-		const some = unanswered.length === 0 ? "" : ` (the completion${unanswered.length === 1 ? " of one was" : `s of ${unanswered.length} were`} sent and not answered: the service may have completed them; an "already registered" then means it had)`;
+		const which = unanswered.length <= 3 ? `: ${unanswered.join(", ")}` : "";
+		const some = unanswered.length === 0 ? "" : ` (the completion${unanswered.length === 1 ? " of one was" : `s of ${unanswered.length} were`} sent and not answered${which}; the service may have completed them; an "already registered" then means it had)`;
 		return `${head}; ${kept.length} sessions are kept${some}: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
 	}
 	if (tail !== "") return `${head}${tail}`;
@@ -15476,19 +15477,26 @@ async function completeStep(deps, pending) {
 	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
 	let recorded;
+	let told = false;
 	const onSent = () => {
 		checkStillHeld(deps, pending.hash, "its completion (forfait) is not sent");
-		if (recorded) return;
-		recorded = sendingCompletion(pending.hash);
-		deps.onStep?.("completing");
+		recorded ??= sendingCompletion(pending.hash);
+		if (!told) deps.onStep?.("completing");
+		told = true;
+	};
+	const onRetryWait = () => {
+		recorded?.();
+		recorded = void 0;
+		told = false;
+		deps.onStep?.("waiting");
 	};
 	try {
-		return await sendCompletion(deps, pending, onSent);
+		return await sendCompletion(deps, pending, onSent, onRetryWait);
 	} finally {
 		recorded?.();
 	}
 }
-async function sendCompletion(deps, pending, onSent) {
+async function sendCompletion(deps, pending, onSent, onRetryWait) {
 	const { store } = deps;
 	const save = async (recordJson) => {
 		const entry = {
@@ -15519,7 +15527,7 @@ async function sendCompletion(deps, pending, onSent) {
 		answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, () => {
 			onSent();
 			sent = true;
-		});
+		}, onRetryWait);
 	} catch (error) {
 		if (!sent) throw withCompleteHint(deps, error, pending.hash, false);
 		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
@@ -23520,6 +23528,10 @@ var init_register_aggregate = __esmMin((() => {
 				lockTiming: this.#lockWaits,
 				onStep: (step) => {
 					if (step === "completing") reporting ??= owingResult(owing);
+					if (step === "waiting") {
+						reporting?.();
+						reporting = void 0;
+					}
 				},
 				beforeCompletion: async (root) => {
 					const [plan, tree] = [this.#documents.receipts, trees.get(root)];
@@ -23783,6 +23795,10 @@ var init_register_aggregate = __esmMin((() => {
 				let reporting;
 				const onStep = (step) => {
 					if (step === "completing") reporting ??= owingResult();
+					if (step === "waiting") {
+						reporting?.();
+						reporting = void 0;
+					}
 				};
 				try {
 					if (doc.name !== null && !existsSync(this.#store.pendingFile(doc.sha256))) checkNameSent(options, doc.name, false);
@@ -24601,6 +24617,7 @@ var init_register = __esmMin((() => {
 			const onStep = (step) => {
 				this.#spinner.update(step);
 				if (step === "completing" && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
+				if (step === "waiting") this.#reported(index);
 			};
 			const { receipts } = this.#documents;
 			const recorded = this.#recordedOnly(input);
@@ -24832,7 +24849,7 @@ function backoffDelay(error, attempt, policy) {
 * (below) forms before documents beyond them try. With `policy.outage`, a
 * call held back by the run's outage fails with a HeldBackError (see Outage).
 */
-async function withRetries(operation, mode, policy, { route = "", optional = false, finishing = false, onSent } = {}) {
+async function withRetries(operation, mode, policy, { route = "", optional = false, finishing = false, onSent, onRetryWait } = {}) {
 	const { outage } = policy;
 	const { probe, release } = await admitted(route, finishing, policy);
 	try {
@@ -24867,6 +24884,7 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 			processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
 			if (final) throw ofTheCall(failure, processedMaybe, earlierMaybe);
 			policy.onRetry?.(failure, attempt, delay);
+			onRetryWait?.();
 			await (policy.wait ?? setTimeout$1)(delay);
 			if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe, processedMaybe);
 		}
@@ -25143,9 +25161,11 @@ var init_client = __esmMin((() => {
 		* exactly as given. Retried only when the service provably did not process
 		* it, so a notarization is never completed twice by this client. `onSent`
 		* is called as an attempt goes out (not while it waits for its slot); what
-		* it throws keeps that attempt from going out.
+		* it throws keeps that attempt from going out. `onRetryWait` is called
+		* when an attempt failed (not processed: only such are retried) and the
+		* call waits to send the next.
 		*/
-		completeRegistration(hash, sessionJson, onSent) {
+		completeRegistration(hash, sessionJson, onSent, onRetryWait) {
 			return this.#authed({
 				method: "POST",
 				path: `/api/v2/registration/${hash}/forfait`,
@@ -25154,7 +25174,8 @@ var init_client = __esmMin((() => {
 				route: "forfait",
 				mode: "unprocessed-only",
 				finishing: true,
-				...onSent && { onSent }
+				...onSent && { onSent },
+				...onRetryWait && { onRetryWait }
 			}, (text) => parseRecordAnswer(text));
 		}
 		/**

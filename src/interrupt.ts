@@ -258,11 +258,13 @@ export function interruptionMessage(signal: string): string {
     return `${head}; the session of ${kept[0]} is kept: ${finish}${tail}`;
   }
   if (kept.length > 1) {
+    // Named, when few enough for a line: `pending` shows them all alike (r119).
+    const which = unanswered.length <= 3 ? `: ${unanswered.join(', ')}` : '';
     const some =
       unanswered.length === 0
         ? ''
         : ` (the completion${unanswered.length === 1 ? ' of one was' : `s of ${unanswered.length} were`} sent and not ` +
-          'answered: the service may have completed them; an "already registered" then means it had)';
+          `answered${which}; the service may have completed them; an "already registered" then means it had)`;
     return `${head}; ${kept.length} sessions are kept${some}: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
   }
   if (tail !== '') return `${head}${tail}`;

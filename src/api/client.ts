@@ -204,12 +204,25 @@ export class ApiClient {
    * exactly as given. Retried only when the service provably did not process
    * it, so a notarization is never completed twice by this client. `onSent`
    * is called as an attempt goes out (not while it waits for its slot); what
-   * it throws keeps that attempt from going out.
+   * it throws keeps that attempt from going out. `onRetryWait` is called
+   * when an attempt failed (not processed: only such are retried) and the
+   * call waits to send the next.
    */
-  completeRegistration(hash: string, sessionJson: string, onSent?: () => void): Promise<Answer<NotarizationRecord>> {
+  completeRegistration(
+    hash: string,
+    sessionJson: string,
+    onSent?: () => void,
+    onRetryWait?: () => void,
+  ): Promise<Answer<NotarizationRecord>> {
     return this.#authed(
       { method: 'POST', path: `/api/v2/registration/${hash}/forfait`, body: sessionJson },
-      { route: 'forfait', mode: 'unprocessed-only', finishing: true, ...(onSent && { onSent }) },
+      {
+        route: 'forfait',
+        mode: 'unprocessed-only',
+        finishing: true,
+        ...(onSent && { onSent }),
+        ...(onRetryWait && { onRetryWait }),
+      },
       (text) => parseRecordAnswer(text),
     );
   }

@@ -56,6 +56,12 @@ export interface CallOptions {
    * attempt from going out, and ends the call with that error.
    */
   onSent?: () => void;
+  /**
+   * Called when an attempt has failed and the call waits to try again:
+   * nothing of it is under way then (interrupt.ts: not a completion sent
+   * and unanswered).
+   */
+  onRetryWait?: () => void;
 }
 
 /** The longest an outage waits between two calls let through to see whether the service is back. */
@@ -294,7 +300,7 @@ export async function withRetries<T>(
   operation: () => Promise<T>,
   mode: RetryMode,
   policy: RetryPolicy,
-  { route = '', optional = false, finishing = false, onSent }: CallOptions = {},
+  { route = '', optional = false, finishing = false, onSent, onRetryWait }: CallOptions = {},
 ): Promise<T> {
   const { outage } = policy;
   const { probe, release } = await admitted(route, finishing, policy);
@@ -330,6 +336,7 @@ export async function withRetries<T>(
       processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
       if (final) throw ofTheCall(failure, processedMaybe, earlierMaybe);
       policy.onRetry?.(failure as TransientError, attempt, delay);
+      onRetryWait?.();
       await (policy.wait ?? sleep)(delay);
       // Not "not sent": this call's first attempt may have been processed.
       if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe, processedMaybe);

@@ -517,6 +517,11 @@ export class Aggregator {
       lockTiming: this.#lockWaits,
       onStep: (step: string) => {
         if (step === 'completing') reporting ??= owingResult(owing);
+        // The root's completion waits to be sent again (not processed): nothing of it is owed meanwhile.
+        if (step === 'waiting') {
+          reporting?.();
+          reporting = undefined;
+        }
       },
       beforeCompletion: async (root: string) => {
         const [plan, tree] = [this.#documents.receipts, trees.get(root)];
@@ -846,6 +851,10 @@ export class Aggregator {
         let reporting: (() => void) | undefined;
         const onStep = (step: string) => {
           if (step === 'completing') reporting ??= owingResult();
+          if (step === 'waiting') {
+            reporting?.();
+            reporting = undefined;
+          }
         };
         try {
           // With no session of its own, it comes to a request step, its name the description by default:

@@ -559,6 +559,8 @@ class Registrar {
     const onStep = (step: string) => {
       this.#spinner.update(step);
       if (step === 'completing' && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
+      // Its completion waits to be sent again (not processed): nothing of it is owed until it goes out.
+      if (step === 'waiting') this.#reported(index);
     };
     const { receipts } = this.#documents;
     // Its record in the ledger, and nothing of a run left beside it: already registered, with no lock

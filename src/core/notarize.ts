@@ -144,7 +144,7 @@ export interface FlowDeps {
    * correctness. `saving`: the service has answered the last call this
    * registration makes, and only its record is left to save.
    */
-  onStep?: (step: 'requesting' | 'completing' | 'saving' | 'metadata') => void;
+  onStep?: (step: 'requesting' | 'completing' | 'waiting' | 'saving' | 'metadata') => void;
   /**
    * Awaited before a completion (forfait, the paid step) is sent, once its
    * session is saved: what must be on disk before then (register
@@ -810,22 +810,37 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
   // Told once the forfait goes out: one still waiting for its slot (api/slots.ts) is not under way,
   // neither for an interruption's wait nor for the caller (its result owed, something sent).
   let recorded: (() => void) | undefined;
+  let told = false;
   const onSent = () => {
     // As each attempt goes out, after any wait for its slot (which a run stopped past its lease may
     // have spent stopped): never a forfait over the run that took the lock over meanwhile.
     checkStillHeld(deps, pending.hash, 'its completion (forfait) is not sent');
-    if (recorded) return;
-    recorded = sendingCompletion(pending.hash);
-    deps.onStep?.('completing');
+    recorded ??= sendingCompletion(pending.hash);
+    if (!told) deps.onStep?.('completing');
+    told = true;
+  };
+  // Waiting to send it again after an attempt not processed (a 503 with Retry-After): nothing is under
+  // way, so a signal neither waits for it nor says it may have been completed (r119).
+  const onRetryWait = () => {
+    recorded?.();
+    recorded = undefined;
+    // What the caller holds for a completion under way (its result owed) is let go too, until the next.
+    told = false;
+    deps.onStep?.('waiting');
   };
   try {
-    return await sendCompletion(deps, pending, onSent);
+    return await sendCompletion(deps, pending, onSent, onRetryWait);
   } finally {
     recorded?.();
   }
 }
 
-async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () => void): Promise<LedgerEntry> {
+async function sendCompletion(
+  deps: FlowDeps,
+  pending: PendingEntry,
+  onSent: () => void,
+  onRetryWait: () => void,
+): Promise<LedgerEntry> {
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {
     const entry: LedgerEntry = {
@@ -859,10 +874,15 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
   let answer;
   let sent = false;
   try {
-    answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, () => {
-      onSent();
-      sent = true;
-    });
+    answer = await deps.api.completeRegistration(
+      pending.hash,
+      pending.sessionJson,
+      () => {
+        onSent();
+        sent = true;
+      },
+      onRetryWait,
+    );
   } catch (error) {
     // Its login failed (a 500, no answer, an answer unread): no completion went out. Nothing of an
     // answer to it is said or kept aside, and the session stays as it was (r111: "the service may

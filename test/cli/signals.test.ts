@@ -28,6 +28,7 @@ import { describe, expect, it } from 'vitest';
 import type { Bed } from '../helpers/bed.js';
 import { useBed } from '../helpers/bed.js';
 import { COMPLETION_GRACE_MS } from '../../src/interrupt.js';
+import { parseFaults } from '../../src/sandbox/server.js';
 import { DIST, describeRun, runProcess, spawnCli, type SpawnedProcess } from '../helpers/cli.js';
 import { cleanEnv } from '../helpers/env.js';
 
@@ -469,11 +470,38 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     const { run } = await interrupt(spawned, 'SIGINT');
     bed.record(run);
     expect(run.code, describeRun(run)).toBe(130);
-    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
-      'notarize: interrupted (SIGINT); 3 sessions are kept (the completions of 2 were sent and not answered: the service ' +
-        'may have completed them; an "already registered" then means it had): `notarize pending` lists them, ' +
+    const sent = bed.sandbox.calls
+      .filter((call) => call.route === 'forfait')
+      .map((call) => /registration\/([0-9a-f]{64})\/forfait/.exec(call.path)![1]!);
+    expect(sent).toHaveLength(2);
+    const line = run.stderr.trimEnd().split('\n').at(-1)!;
+    const named = /the completions of 2 were sent and not answered: ([0-9a-f]{64}), ([0-9a-f]{64}); /.exec(line);
+    expect(named, line).not.toBeNull();
+    expect([named![1], named![2]].sort()).toEqual([...sent].sort());
+    expect(line.replace(/: [0-9a-f]{64}, [0-9a-f]{64};/, ': H1, H2;')).toBe(
+      'notarize: interrupted (SIGINT); 3 sessions are kept (the completions of 2 were sent and not answered: H1, H2; the ' +
+        'service may have completed them; an "already registered" then means it had): `notarize pending` lists them, ' +
         '`notarize complete <hash>` finishes one',
     );
+  });
+
+  it('SIGTERM while a completion waits to be sent again (a 503 with Retry-After): no wait, and not said to be under way (r119)', async () => {
+    bed.sandbox.addFaults(parseFaults('forfait:status=503@3'));
+    const doc = join(bed.workDir, 'retry-wait.txt');
+    writeFileSync(doc, 'a completion waiting to be sent again\n');
+    const spawned = spawnCli(['register', doc], bed.env(), { cwd: bed.workDir });
+    await until(() => bed.calls('forfait') > 0, 'forfait is answered 503');
+    await sleep(300);
+    const [hash] = bed.pendingHashes();
+    const { run, ms } = await interrupt(spawned, 'SIGTERM');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(143);
+    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+    expect(run.stderr).not.toContain('waiting up to');
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      `notarize: interrupted (SIGTERM); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
+    );
+    expect(bed.calls('forfait')).toBe(1);
   });
 
   it('with --json, the line is the JSON error object', async () => {
