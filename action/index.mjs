@@ -15462,7 +15462,7 @@ async function requestStep(deps, input, follows) {
 			}).catch(() => {});
 			error.hint = requestUnread(input.hash, requestedAt).hint;
 		}
-		if (error instanceof ServiceRefusedError && error.status !== 409 && error.hint === void 0) error.hint = "the service refused the registration request, as its message says: no session was kept and nothing was paid for; fix what it names and run the same command again";
+		if (error instanceof ServiceRefusedError && error.status !== 409 && error.hint === void 0) error.hint = "the service refused the registration request of this hash, as its message says: no session of it was kept and nothing paid for it; fix what it names and run the same command again";
 		throw error;
 	}
 }
