@@ -16107,12 +16107,12 @@ function resultDetail(r) {
 /**
 * The markdown summary of a command's results. A row's Detail is its
 * verification link, and for a result that did not end well (a failed
-* registration can have a record and a link too) its detail first: the
-* link never hides why.
+* registration can have a record and a link too), or one verified with a
+* reason, its detail first: the link never hides why.
 */
 function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
 	const row = (r) => {
-		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
+		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl || r.status === "verified" && r.reason !== void 0 ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
 		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
 	};
 	const head = [
@@ -26390,7 +26390,7 @@ var init_verify = __esmMin((() => {
 			const which = ({ count, first }) => count === 1 ? first : `${count} documents (among them ${first})`;
 			const names = (count) => count === 1 ? "that name" : "their names";
 			if (this.#later.count > 0) io.warn(`${which(this.#later)}: verified by the ledger, whose latest notarization of ${names(this.#later.count)} is of another digest: if of the same file, an older build was checked; the ledger keeps names without their folders and cannot tell: verify against the receipts register wrote (--receipt-dir)`);
-			if (this.#otherwise.count > 0) io.warn(`${which(this.#otherwise)}: verified by the ledger, which has these bytes under another name only, while ${names(this.#otherwise.count)} ${this.#otherwise.count === 1 ? "was" : "were"} notarized with other digests: if another document's bytes were copied over them, the ledger cannot tell that from a copy under this name: verify against the receipts register wrote (--receipt-dir)`);
+			if (this.#otherwise.count > 0) io.warn(`${which(this.#otherwise)}: verified by the ledger, which has these bytes under another name only, while ${names(this.#otherwise.count)} ${this.#otherwise.count === 1 ? "was" : "were"} notarized with other digests: if another document's bytes were copied over ${this.#otherwise.count === 1 ? "it" : "them"}, the ledger cannot tell that from a copy under this name: verify against the receipts register wrote (--receipt-dir)`);
 		}
 	};
 }));

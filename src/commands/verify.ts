@@ -365,7 +365,8 @@ class LaterNamesakes {
       io.warn(
         `${which(this.#otherwise)}: verified by the ledger, which has these bytes under another name only, while ` +
           `${names(this.#otherwise.count)} ${this.#otherwise.count === 1 ? 'was' : 'were'} notarized with other digests: ` +
-          "if another document's bytes were copied over them, the ledger cannot tell that from a copy under this name: " +
+          `if another document's bytes were copied over ${this.#otherwise.count === 1 ? 'it' : 'them'}, the ledger cannot ` +
+          'tell that from a copy under this name: ' +
           'verify against the receipts register wrote (--receipt-dir)',
       );
     }

@@ -63,8 +63,8 @@ const STATUS_MEANING: Partial<Record<ItemResult['status'], string>> = {
 /**
  * The markdown summary of a command's results. A row's Detail is its
  * verification link, and for a result that did not end well (a failed
- * registration can have a record and a link too) its detail first: the
- * link never hides why.
+ * registration can have a record and a link too), or one verified with a
+ * reason, its detail first: the link never hides why.
  */
 export function markdownSummary(
   title: string,
@@ -73,7 +73,9 @@ export function markdownSummary(
   maxBytes = SUMMARY_MAX_BYTES,
 ): string {
   const row = (r: ItemResult) => {
-    const shown = ANNOTATED.has(r.status) || !r.verificationUrl ? cell(resultDetail(r), redact) : '';
+    // A verified one with a reason (the ledger's doubt, a receipt found by its digest) says it too (r119).
+    const said = ANNOTATED.has(r.status) || !r.verificationUrl || (r.status === 'verified' && r.reason !== undefined);
+    const shown = said ? cell(resultDetail(r), redact) : '';
     const url = r.verificationUrl ? link('verify', r.verificationUrl, redact) : '';
     const detail = [shown, url].filter((part) => part !== '').join(' ');
     return `| ${cell(r.file ?? '-', redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${detail} |`;

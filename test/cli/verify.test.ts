@@ -117,7 +117,7 @@ describe('runVerify', () => {
       );
       expect(run.stderr).toContain(
         `warning: ${app}: verified by the ledger, which has these bytes under another name only, while that name was ` +
-          "notarized with other digests: if another document's bytes were copied over them",
+          "notarized with other digests: if another document's bytes were copied over it",
       );
     }
     // r118: an alias of a new release, registered as such ("already registered"), whose name the release before had.

@@ -55,6 +55,11 @@ describe('GitHub Actions results', () => {
       'notarize verify',
       [
         itemResult('a|b.txt', HASH, 'verified', { verificationUrl: `https://s/verification/${HASH}` }),
+        // Verified with a doubt the ledger cannot settle (r119): the reason beside the link, not only in the log.
+        itemResult('c.txt', HASH, 'verified', {
+          verificationUrl: `https://s/verification/${HASH}`,
+          reason: "its bytes were notarized as 'd.txt'",
+        }),
         itemResult(null, null, 'failed', { error: { code: 'x', exitCode: 1, message: 'no\nway' } }),
         skippedResult('link', 'a symbolic link'),
       ],
@@ -67,6 +72,7 @@ describe('GitHub Actions results', () => {
         '| File | Status | SHA-256 | Detail |',
         '|---|---|---|---|',
         `| a\\|b.txt | verified | \`${HASH}\` | [verify](https://s/verification/${HASH}) |`,
+        `| c.txt | verified | \`${HASH}\` | its bytes were notarized as 'd.txt' [verify](https://s/verification/${HASH}) |`,
         // forTerminal's escape, its backslash escaped for markdown: shown as \n.
         '| - | failed | - | no\\\\nway |',
         '| link | skipped | - | a symbolic link |',
