@@ -3692,6 +3692,21 @@ function didYouMean(word, parent) {
 	}
 	return best ? ` (Did you mean ${best.name}?)` : "";
 }
+/**
+* " (Did you mean X?)" naming the option of `options` (long names) closest
+* to `flag`, by didYouMean's rule; "" when none is close.
+*/
+function closestOption(flag, options) {
+	let best;
+	for (const name of options) {
+		const distance = editDistance(flag, name);
+		if (distance * 3 <= Math.max(flag.length, name.length) && (best === void 0 || distance < best.distance)) best = {
+			name,
+			distance
+		};
+	}
+	return best ? ` (Did you mean ${best.name}?)` : "";
+}
 /** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
 function editDistance(a, b) {
 	const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
@@ -43955,7 +43970,8 @@ function asReported(error, failed) {
 		const help = `see \`${failed ? commandPath(failed) : "notarize"} --help\``;
 		const unknown = unknownOptionName(error);
 		if (unknown !== void 0) {
-			const { name, suggestion } = unknown;
+			const { name } = unknown;
+			const suggestion = unknown.suggestion || globalSuggestion(name, failed);
 			const known = isOptionOf(failed, name);
 			const message = known ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
 			return new UsageError(message, { hint: `${help}${beforeCommand(failed, known)}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line` });
@@ -43964,12 +43980,26 @@ function asReported(error, failed) {
 		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) return new UsageError(unknownCommandMessage(word, failed), { hint: help });
 		const unknownCommand = /^error: unknown command '([\s\S]*)'/.exec(error.message);
 		if (error.code === "commander.unknownCommand" && unknownCommand && failed) return new UsageError(unknownCommandMessage(unknownCommand[1], failed), { hint: help });
-		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
+		let message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
+		const bare = /^unknown option '(--[^'=]+)'$/.exec(message);
+		if (error.code === "commander.unknownOption" && bare) message += globalSuggestion(bare[1], failed);
 		const misplaced = error.code === "commander.unknownOption" ? beforeCommand(failed, false) : "";
 		return new UsageError(message, { hint: `${help}${misplaced}` });
 	}
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
 	return new NotarizeError("unexpected", EXIT.failed, message, { hint: "run again with --verbose for details" });
+}
+/**
+* " (Did you mean --json?)" for a long option unknown after a command that
+* is close to a global one: commander suggests among the command's visible
+* options only, and the global ones are hidden copies there
+* (acceptGlobalOptions). "" otherwise.
+*/
+function globalSuggestion(name, failed) {
+	if (!name.startsWith("--") || failed?.parent == null) return "";
+	let program = failed;
+	while (program.parent) program = program.parent;
+	return closestOption(name, program.options.flatMap((option) => option.long === void 0 ? [] : [option.long]));
 }
 /**
 * For an option unknown before any command (`notarize --output ndjson

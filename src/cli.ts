@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { commandPath } from './commands/command.js';
-import { unknownCommandMessage } from './did-you-mean.js';
+import { closestOption, unknownCommandMessage } from './did-you-mean.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './secrets.js';
@@ -469,7 +469,8 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
     const help = `see \`${failed ? commandPath(failed) : 'notarize'} --help\``;
     const unknown = unknownOptionName(error);
     if (unknown !== undefined) {
-      const { name, suggestion } = unknown;
+      const { name } = unknown;
+      const suggestion = unknown.suggestion || globalSuggestion(name, failed);
       // `--quiet=x`: a known flag given a value it does not take, not an unknown option.
       const known = isOptionOf(failed, name);
       const message = known ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
@@ -487,12 +488,29 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
     if (error.code === 'commander.unknownCommand' && unknownCommand && failed) {
       return new UsageError(unknownCommandMessage(unknownCommand[1]!, failed), { hint: help });
     }
-    const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+    let message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+    // `hash a.txt --jso`: commander suggests among the command's own options only.
+    const bare = /^unknown option '(--[^'=]+)'$/.exec(message);
+    if (error.code === 'commander.unknownOption' && bare) message += globalSuggestion(bare[1]!, failed);
     const misplaced = error.code === 'commander.unknownOption' ? beforeCommand(failed, false) : '';
     return new UsageError(message, { hint: `${help}${misplaced}` });
   }
   const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
   return new NotarizeError('unexpected', EXIT.failed, message, { hint: 'run again with --verbose for details' });
+}
+
+/**
+ * " (Did you mean --json?)" for a long option unknown after a command that
+ * is close to a global one: commander suggests among the command's visible
+ * options only, and the global ones are hidden copies there
+ * (acceptGlobalOptions). "" otherwise.
+ */
+function globalSuggestion(name: string, failed: Command | undefined): string {
+  if (!name.startsWith('--') || failed?.parent == null) return '';
+  let program: Command = failed;
+  while (program.parent) program = program.parent;
+  const longs = program.options.flatMap((option) => (option.long === undefined ? [] : [option.long]));
+  return closestOption(name, longs);
 }
 
 /**

@@ -27,6 +27,21 @@ function didYouMean(word: string, parent: Command): string {
   return best ? ` (Did you mean ${best.name}?)` : '';
 }
 
+/**
+ * " (Did you mean X?)" naming the option of `options` (long names) closest
+ * to `flag`, by didYouMean's rule; "" when none is close.
+ */
+export function closestOption(flag: string, options: readonly string[]): string {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of options) {
+    const distance = editDistance(flag, name);
+    if (distance * 3 <= Math.max(flag.length, name.length) && (best === undefined || distance < best.distance)) {
+      best = { name, distance };
+    }
+  }
+  return best ? ` (Did you mean ${best.name}?)` : '';
+}
+
 /** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
 function editDistance(a: string, b: string): number {
   const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);

@@ -60,6 +60,16 @@ describe('notarize help <command>', () => {
       expect(run.code, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
       expect(run.stdout, argv.join(' ')).toBe(version.stdout);
     }
+    // A global option mistyped after a command is suggested, as before the command (r119).
+    for (const [argv, meant] of [
+      [['hash', 'x.txt', '--jso'], '--json'],
+      [['hash', 'x.txt', '--versio'], '--version'],
+      [['register', 'x.txt', '--jso=1'], '--json'],
+    ] as const) {
+      const run = await bed.main([...argv]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`(Did you mean ${meant}?)`);
+    }
     for (const argv of [
       ['config', 'help', 'set', '--json'],
       ['pending', 'help', 'drop', '-q'],
