@@ -758,6 +758,19 @@ describe('complete', () => {
     expect(called()).toEqual(['request', 'forfait', 'forfait']);
   });
 
+  it('a completion waiting to be sent again (503 with Retry-After) is no completion under way: step waiting, then completing again (r119)', async () => {
+    const hash = sha256('a forfait retried after a 503');
+    const { store } = await requestOnly(hash);
+    const policy = { retries: 1, baseDelayMs: 1, maxDelayMs: 1 };
+    const token = await logIn(transport(), policy, bed.sandbox.apiKey);
+    const api = new ApiClient(transport(), policy, { authorize: (send) => send(token) });
+    fault('forfait:status=503@0*1');
+    const { deps, steps } = world({ store, api });
+    expect(await complete(deps, hash, { kind: 'store' })).toMatchObject({ kind: 'completed' });
+    expect(steps).toEqual(['completing', 'waiting', 'completing', 'saving']);
+    expect(called()).toEqual(['request', 'forfait', 'forfait']);
+  });
+
   it('from the store: forfait with the stored session, the record in the ledger', async () => {
     const hash = sha256('from the store');
     const { store, entry } = await requestOnly(hash);
