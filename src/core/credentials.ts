@@ -23,6 +23,7 @@ import {
   ownCopy,
   ProtocolError,
   ServiceRefusedError,
+  TransientError,
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
@@ -81,8 +82,18 @@ export function loginRefusedHint(status: number | undefined, keyHint: string): s
  * processed (r118: a metadata upload whose answer was lost, then retried).
  */
 function ofRefusedCall(renewal: unknown, refused: AuthError): unknown {
-  if (renewal instanceof NotarizeError && !refused.earlierAttemptMaybeProcessed) renewal.tokenRefusedFirst = true;
+  if (!(renewal instanceof NotarizeError)) return renewal;
+  // It stands for the call now: what its own retries marked is the login's, not the call's.
+  renewal.earlierAttemptMaybeProcessed = refused.earlierAttemptMaybeProcessed;
+  if (!refused.earlierAttemptMaybeProcessed) renewal.tokenRefusedFirst = true;
   return renewal;
+}
+
+/** A call's failure after an attempt of it that may have been processed: not "not processed", and marked so. */
+function ofProcessedMaybe(error: unknown): unknown {
+  if (error instanceof TransientError) error.notProcessed = false;
+  if (error instanceof NotarizeError) error.earlierAttemptMaybeProcessed = true;
+  return error;
 }
 
 /** A token that expired while its call waited to be sent again: replaced (authorize), never sent. */
@@ -127,10 +138,14 @@ export class TokenCredentials implements Authorizer {
     let replaced: TokenReplaced | undefined;
     let renewed = false;
     let expired = 0;
+    // Whether an attempt before a 401 may have been processed (its answer lost): then so may the call,
+    // whatever the attempts sent with the renewed token say (r119: custody metadata "could not be sent").
+    let processedMaybe = false;
     for (;;) {
       try {
         return await send(token, replaced);
-      } catch (error) {
+      } catch (caught) {
+        const error: unknown = processedMaybe ? ofProcessedMaybe(caught) : caught;
         // Expired while the call waited to be sent again: a token usable now (a login with the key;
         // without one, the error that says the token has expired). A few times at most: tokens that
         // live less than the call's waits would otherwise be replaced for as long as the service fails.
@@ -148,6 +163,7 @@ export class TokenCredentials implements Authorizer {
           throw error;
         }
         renewed = true;
+        processedMaybe = error.earlierAttemptMaybeProcessed;
         const fresh = await this.#renew().catch((renewal: unknown) => {
           // The key refused before it is sent (a control character, api/client.ts): this call went out
           // and was answered 401, so that is the failure (exit 3), not the key's exit 2, whose

@@ -8,7 +8,7 @@
 import { appendFileSync, statSync } from 'node:fs';
 import { verificationUrl } from '../api/pages.js';
 import type { CustodyOutcome, Outcome } from '../core/notarize.js';
-import { errorJson, InputFileError, TransientError } from '../errors.js';
+import { errorJson, InputFileError, NotarizeError, TransientError } from '../errors.js';
 import { inGitHubActions } from './github.js';
 import { annotations, markdownSummary, SUMMARY_MIN_BYTES, summaryRoom } from './github-results.js';
 import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
@@ -387,8 +387,11 @@ function showCustody(io: IO, custody: CustodyOutcome | undefined): void {
   if (!custody) return;
   // A call that failed after an attempt that may have been processed (its answer lost: r84), or one a
   // signal cut short, which cannot tell whether it went out (r87): not "was sent", not "could not be".
+  const { error } = custody;
   const perhapsTaken =
-    custody.error instanceof TransientError && !custody.error.notProcessed && !custody.error.tokenRefusedFirst;
+    (error instanceof TransientError && !error.notProcessed && !error.tokenRefusedFirst) ||
+    // Refused (a 401, a 400) after an attempt whose answer was lost (r119).
+    (error instanceof NotarizeError && error.earlierAttemptMaybeProcessed);
   io.info(
     custody.metadataSent
       ? 'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.'
