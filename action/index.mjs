@@ -15477,7 +15477,7 @@ async function requestStep(deps, input, follows) {
 			}).catch(() => {});
 			error.hint = requestUnread(input.hash, requestedAt).hint;
 		}
-		if (error instanceof ServiceRefusedError && error.status !== 409 && error.hint === void 0) error.hint = "the service refused the registration request of this hash, as its message says: no session of it was kept and nothing paid for it; fix what it names and run the same command again";
+		if (error instanceof ServiceRefusedError && error.status !== 409 && error.hint === void 0) error.hint = `the service refused the registration request of ${input.hash}, as its message says: no session of it was kept and nothing paid for it; fix what it names and run the same command again`;
 		throw error;
 	}
 }
@@ -17786,7 +17786,8 @@ function sentMetadata(outcome) {
 /** What became of the custody metadata, when this run sent (or tried to send) it. */
 function showCustody(io, custody) {
 	if (!custody) return;
-	const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed && !custody.error.tokenRefusedFirst;
+	const { error } = custody;
+	const perhapsTaken = error instanceof TransientError && !error.notProcessed && !error.tokenRefusedFirst || error instanceof NotarizeError && error.earlierAttemptMaybeProcessed;
 	io.info(custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : perhapsTaken ? "custody: the file metadata may have been taken but is not confirmed, and the file itself was NOT uploaded." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
 }
 /**
@@ -24897,7 +24898,10 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 			});
 			const earlierMaybe = processedMaybe;
 			processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
-			if (final) throw ofTheCall(failure, processedMaybe, earlierMaybe);
+			if (final) {
+				if (failure instanceof AuthError && failure.status === 401 && !earlierMaybe) onRetryWait?.();
+				throw ofTheCall(failure, processedMaybe, earlierMaybe);
+			}
 			policy.onRetry?.(failure, attempt, delay);
 			onRetryWait?.();
 			await (policy.wait ?? setTimeout$1)(delay);
@@ -26716,8 +26720,16 @@ function loginRefusedHint(status, keyHint) {
 * processed (r118: a metadata upload whose answer was lost, then retried).
 */
 function ofRefusedCall(renewal, refused) {
-	if (renewal instanceof NotarizeError && !refused.earlierAttemptMaybeProcessed) renewal.tokenRefusedFirst = true;
+	if (!(renewal instanceof NotarizeError)) return renewal;
+	renewal.earlierAttemptMaybeProcessed = refused.earlierAttemptMaybeProcessed;
+	if (!refused.earlierAttemptMaybeProcessed) renewal.tokenRefusedFirst = true;
 	return renewal;
+}
+/** A call's failure after an attempt of it that may have been processed: not "not processed", and marked so. */
+function ofProcessedMaybe(error) {
+	if (error instanceof TransientError) error.notProcessed = false;
+	if (error instanceof NotarizeError) error.earlierAttemptMaybeProcessed = true;
+	return error;
 }
 var KEY_REFUSED, NO_LOGIN_THERE, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
 var init_credentials = __esmMin((() => {
@@ -26761,9 +26773,11 @@ var init_credentials = __esmMin((() => {
 			let replaced;
 			let renewed = false;
 			let expired = 0;
+			let processedMaybe = false;
 			for (;;) try {
 				return await send(token, replaced);
-			} catch (error) {
+			} catch (caught) {
+				const error = processedMaybe ? ofProcessedMaybe(caught) : caught;
 				if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
 					token = await this.token();
 					replaced = "expired";
@@ -26775,6 +26789,7 @@ var init_credentials = __esmMin((() => {
 					throw error;
 				}
 				renewed = true;
+				processedMaybe = error.earlierAttemptMaybeProcessed;
 				const fresh = await this.#renew().catch((renewal) => {
 					if (!(renewal instanceof UsageError) || renewal.code !== "api_key_invalid") throw ofRefusedCall(renewal, error);
 					error.hint = `the token was refused, and the API key could not log in again (it holds a control character): ${renewal.hint}`;

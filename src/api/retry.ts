@@ -57,9 +57,10 @@ export interface CallOptions {
    */
   onSent?: () => void;
   /**
-   * Called when an attempt has failed and the call waits to try again:
-   * nothing of it is under way then (interrupt.ts: not a completion sent
-   * and unanswered).
+   * Called when an attempt has failed and the call waits to try again, or
+   * was answered 401 and may be sent again with a renewed token: nothing of
+   * it is under way then (interrupt.ts: not a completion sent and
+   * unanswered).
    */
   onRetryWait?: () => void;
 }
@@ -334,7 +335,11 @@ export async function withRetries<T>(
       outage?.attemptEnded(route, began, failure, { final: probe !== undefined || (final && !optional), probe });
       const earlierMaybe = processedMaybe;
       processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
-      if (final) throw ofTheCall(failure, processedMaybe, earlierMaybe);
+      if (final) {
+        // A 401 (not processed, the assumption): the credentials log in again and send it again (r120).
+        if (failure instanceof AuthError && failure.status === 401 && !earlierMaybe) onRetryWait?.();
+        throw ofTheCall(failure, processedMaybe, earlierMaybe);
+      }
       policy.onRetry?.(failure as TransientError, attempt, delay);
       onRetryWait?.();
       await (policy.wait ?? sleep)(delay);

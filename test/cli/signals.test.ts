@@ -485,6 +485,28 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     );
   });
 
+  it('SIGINT while the credentials log in again after a forfait answered 401: no wait, and not said to be under way (r120)', async () => {
+    // A token stored first: the run's only login is the one after the 401, which is slow.
+    const warm = join(bed.workDir, 'warm-401.txt');
+    writeFileSync(warm, 'a token stored first\n');
+    expect((await bed.run(['register', warm])).code).toBe(0);
+    bed.sandbox.addFaults(parseFaults('forfait:status=401*1,login:latency=5000*1'));
+    const doc = join(bed.workDir, 'relogin.txt');
+    writeFileSync(doc, 'a completion refused its token\n');
+    const logins = bed.calls('login');
+    const spawned = spawnCli(['register', doc], bed.env(), { cwd: bed.workDir });
+    await until(() => bed.sandbox.calls.filter((call) => call.route === 'login').length > logins, 'the login goes out');
+    const hash = bed.pendingHashes().find((h) => h !== undefined)!;
+    const { run, ms } = await interrupt(spawned, 'SIGINT');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+    expect(run.stderr).not.toContain('waiting up to');
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      `notarize: interrupted (SIGINT); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
+    );
+  });
+
   it('SIGTERM while a completion waits to be sent again (a 503 with Retry-After): no wait, and not said to be under way (r119)', async () => {
     bed.sandbox.addFaults(parseFaults('forfait:status=503@3'));
     const doc = join(bed.workDir, 'retry-wait.txt');
