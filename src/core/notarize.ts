@@ -790,8 +790,8 @@ async function requestStep(deps: FlowDeps, input: RegisterInput, follows?: strin
     // does not say (r115). Read as refused, not processed: an assumption, as every status is.
     if (error instanceof ServiceRefusedError && error.status !== 409 && error.hint === undefined) {
       error.hint =
-        'the service refused the registration request of this hash, as its message says: no session of it was kept ' +
-        'and nothing paid for it; fix what it names and run the same command again';
+        `the service refused the registration request of ${input.hash}, as its message says: no session of it was ` +
+        'kept and nothing paid for it; fix what it names and run the same command again';
     }
     throw error;
   }

@@ -307,8 +307,8 @@ describe('register', () => {
       status: 400,
       serviceMessage: 'injected fault: HTTP 400',
       hint:
-        'the service refused the registration request of this hash, as its message says: no session of it was kept ' +
-        'and nothing paid for it; fix what it names and run the same command again',
+        `the service refused the registration request of ${hash}, as its message says: no session of it was ` +
+        'kept and nothing paid for it; fix what it names and run the same command again',
     });
     expect(store.readPending(hash)).toBeUndefined();
     expect(store.readUnanswered(hash)).toBeUndefined();
