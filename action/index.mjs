@@ -27821,7 +27821,10 @@ function configure$2(command, context) {
 	});
 	command.command("path").description("print the store directory (with --json: {\"path\"})").action(async () => {
 		const ctx = context();
-		await finish(await viewWithoutTables(ctx), runConfigPath({ store: () => ctx.store }));
+		await finish(await viewWithoutTables(ctx), runConfigPath({
+			store: () => ctx.store,
+			toTerminal: ctx.io.stdoutIsTTY
+		}));
 	});
 }
 /** The value in effect of a setting named by the user, and where it comes from. */
@@ -27904,18 +27907,23 @@ function runConfigList(options) {
 		]
 	};
 }
-/** The store directory: printed as is, with or without --json. */
+/**
+* The store directory: printed as is into a pipe (`$(notarize config path)`),
+* with what could act on a terminal escaped on one (r115: a path holding an
+* escape sequence set the window's title), as --json is there.
+*/
 function runConfigPath(options) {
 	const path = options.store().dir;
 	return {
 		kind: "value",
 		json: { path },
-		text: { data: path }
+		text: { data: options.toTerminal ? forTerminal(path) : path }
 	};
 }
 var init_config = __esmMin((() => {
 	init_esm();
 	init_settings();
+	init_safe_text();
 	init_action();
 	init_options();
 }));

@@ -8,6 +8,7 @@ import type { Context } from '../context.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
 import { SETTINGS, settingDefinition, type SettingKey, type SettingSource } from '../settings.js';
 import type { Store } from '../store/store.js';
+import { forTerminal } from '../output/safe-text.js';
 import { finish, viewOf, viewWithoutTables } from './action.js';
 import { examples, withValues } from './options.js';
 
@@ -80,7 +81,10 @@ export function configure(command: Command, context: () => Context): void {
     .description('print the store directory (with --json: {"path"})')
     .action(async () => {
       const ctx = context();
-      await finish(await viewWithoutTables(ctx), runConfigPath({ store: () => ctx.store }));
+      await finish(
+        await viewWithoutTables(ctx),
+        runConfigPath({ store: () => ctx.store, toTerminal: ctx.io.stdoutIsTTY }),
+      );
     });
 }
 
@@ -157,9 +161,13 @@ export function runConfigList(options: { resolve: ResolveSetting }): RowsResult<
   };
 }
 
-/** The store directory: printed as is, with or without --json. */
-export function runConfigPath(options: { store: () => Store }): ValueResult {
+/**
+ * The store directory: printed as is into a pipe (`$(notarize config path)`),
+ * with what could act on a terminal escaped on one (r115: a path holding an
+ * escape sequence set the window's title), as --json is there.
+ */
+export function runConfigPath(options: { store: () => Store; toTerminal?: boolean }): ValueResult {
   const path = options.store().dir;
   // With --json, JSON as every other command prints: `{"path"}` (it printed the bare path, no JSON).
-  return { kind: 'value', json: { path }, text: { data: path } };
+  return { kind: 'value', json: { path }, text: { data: options.toTerminal ? forTerminal(path) : path } };
 }

@@ -4,6 +4,7 @@
  * they come from, values stored (checked and normalized) and removed, and
  * through the renderer, what `notarize config ...` prints.
  */
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   runConfigGet,
@@ -15,6 +16,7 @@ import {
 } from '../../src/commands/config.js';
 import { Context } from '../../src/context.js';
 import { present } from '../../src/output/present.js';
+import { forTerminal } from '../../src/output/safe-text.js';
 import * as storeModule from '../../src/store/store.js';
 import { SETTINGS } from '../../src/settings.js';
 import { bufferIO, type BufferIO } from '../helpers/io.js';
@@ -141,6 +143,13 @@ describe('config run functions', () => {
       await present({ io: s.io, env: {}, format }, result);
       expect(s.stdout()).toBe(printed);
     }
+    // On a terminal, a path holding an escape sequence (a window title) or a bidi override is escaped (r115).
+    const odd = join(tempDir(), 'st\u001b]0;T\u0007\u202eore');
+    const s = setup({}, {}, odd);
+    const onTerminal = runConfigPath({ store: s.store, toTerminal: true });
+    expect(onTerminal.text).toEqual({ data: forTerminal(odd) });
+    for (const raw of ['\u001b', '\u0007', '\u202e']) expect(forTerminal(odd)).not.toContain(raw);
+    expect(runConfigPath({ store: s.store }).text).toEqual({ data: odd });
   });
 
   it('get through the renderer: the bare value, or one line of JSON with --json', async () => {
