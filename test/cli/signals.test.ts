@@ -485,6 +485,21 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     );
   });
 
+  /**
+   * Stops `spawned` with `signal` while nothing of its completion is under way: it exits at once, without
+   * waiting for a grace, its line saying only that the session of `hash` is kept (r119, r120).
+   */
+  async function expectKeptAtOnce(spawned: SpawnedProcess, signal: 'SIGINT' | 'SIGTERM', hash: string): Promise<void> {
+    const { run, ms } = await interrupt(spawned, signal);
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(CODE[signal]);
+    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+    expect(run.stderr).not.toContain('waiting up to');
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      `notarize: interrupted (${signal}); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
+    );
+  }
+
   it('SIGINT while the credentials log in again after a forfait answered 401: no wait, and not said to be under way (r120)', async () => {
     // A token stored first: the run's only login is the one after the 401, which is slow.
     const warm = join(bed.workDir, 'warm-401.txt');
@@ -496,15 +511,8 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     const logins = bed.calls('login');
     const spawned = spawnCli(['register', doc], bed.env(), { cwd: bed.workDir });
     await until(() => bed.sandbox.calls.filter((call) => call.route === 'login').length > logins, 'the login goes out');
-    const hash = bed.pendingHashes().find((h) => h !== undefined)!;
-    const { run, ms } = await interrupt(spawned, 'SIGINT');
-    bed.record(run);
-    expect(run.code, describeRun(run)).toBe(130);
-    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
-    expect(run.stderr).not.toContain('waiting up to');
-    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
-      `notarize: interrupted (SIGINT); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
-    );
+    const [hash] = bed.pendingHashes();
+    await expectKeptAtOnce(spawned, 'SIGINT', hash!);
   });
 
   it('SIGTERM while a completion waits to be sent again (a 503 with Retry-After): no wait, and not said to be under way (r119)', async () => {
@@ -515,14 +523,7 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     await until(() => bed.calls('forfait') > 0, 'forfait is answered 503');
     await sleep(300);
     const [hash] = bed.pendingHashes();
-    const { run, ms } = await interrupt(spawned, 'SIGTERM');
-    bed.record(run);
-    expect(run.code, describeRun(run)).toBe(143);
-    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
-    expect(run.stderr).not.toContain('waiting up to');
-    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
-      `notarize: interrupted (SIGTERM); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
-    );
+    await expectKeptAtOnce(spawned, 'SIGTERM', hash!);
     expect(bed.calls('forfait')).toBe(1);
   });
 
