@@ -356,7 +356,7 @@ export async function withRetries<T>(
  * attempt may have been; and one that says nothing of that (a 401) marked
  * when an attempt before it may have been (`earlierMaybe`).
  */
-function ofTheCall(failure: unknown, processedMaybe: boolean, earlierMaybe: boolean): unknown {
+export function ofTheCall(failure: unknown, processedMaybe: boolean, earlierMaybe: boolean): unknown {
   if (processedMaybe && failure instanceof TransientError) failure.notProcessed = false;
   if (earlierMaybe && failure instanceof NotarizeError) failure.earlierAttemptMaybeProcessed = true;
   return failure;

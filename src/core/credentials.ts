@@ -14,7 +14,7 @@
  * no reference back to the client.
  */
 import type { Authorizer, TokenReplaced } from '../api/client.js';
-import { OUTAGE_HOLD_MS } from '../api/retry.js';
+import { ofTheCall, OUTAGE_HOLD_MS } from '../api/retry.js';
 import {
   AuthError,
   HeldBackError,
@@ -23,7 +23,6 @@ import {
   ownCopy,
   ProtocolError,
   ServiceRefusedError,
-  TransientError,
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
@@ -89,13 +88,6 @@ function ofRefusedCall(renewal: unknown, refused: AuthError): unknown {
   return renewal;
 }
 
-/** A call's failure after an attempt of it that may have been processed: not "not processed", and marked so. */
-function ofProcessedMaybe(error: unknown): unknown {
-  if (error instanceof TransientError) error.notProcessed = false;
-  if (error instanceof NotarizeError) error.earlierAttemptMaybeProcessed = true;
-  return error;
-}
-
 /** A token that expired while its call waited to be sent again: replaced (authorize), never sent. */
 class ExpiredWhileWaiting extends AuthError {}
 
@@ -145,7 +137,8 @@ export class TokenCredentials implements Authorizer {
       try {
         return await send(token, replaced);
       } catch (caught) {
-        const error: unknown = processedMaybe ? ofProcessedMaybe(caught) : caught;
+        // As api/retry.ts judges a call of which an attempt before the last may have been processed.
+        const error: unknown = processedMaybe ? ofTheCall(caught, true, true) : caught;
         // Expired while the call waited to be sent again: a token usable now (a login with the key;
         // without one, the error that says the token has expired). A few times at most: tokens that
         // live less than the call's waits would otherwise be replaced for as long as the service fails.
