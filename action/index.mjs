@@ -23131,6 +23131,11 @@ function mayHaveCompleted(error) {
 function isRootProtocolFailure(result) {
 	return !result.ok && "error" in result && result.error instanceof ProtocolError;
 }
+/** Adds to a root's failure that, once `complete` has registered it, this command writes its documents' receipts. */
+function sayReceiptsAfterComplete(error) {
+	const then = "this being a Merkle root, once complete has registered it, run this same command with this store: it writes the documents' receipts from the record";
+	if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint}; ${then}` : then;
+}
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 function checkAggregate(options) {
 	const refuse = (what, why) => new UsageError(`--aggregate cannot be used with ${what}: ${why}`, { hint: "name the documents as files" });
@@ -23944,9 +23949,10 @@ var init_register_aggregate = __esmMin((() => {
 			for (const [root, tree] of trees) {
 				const result = roots.get(root);
 				if (result === void 0 || this.#manifestsWritten.has(root)) continue;
-				const keptForComplete = !result.ok && isRootProtocolFailure(result) && this.#keptForComplete(root);
-				if (!result.ok && !keptForComplete) continue;
-				if (keptForComplete) this.#sayReceiptsAfterComplete(result);
+				if (isRootProtocolFailure(result)) {
+					if (!this.#keptForComplete(root)) continue;
+					sayReceiptsAfterComplete(result.error);
+				} else if (!result.ok) continue;
 				try {
 					await writeManifest(plan, tree, this.#options.io);
 					this.#manifestsWritten.add(root);
@@ -23964,13 +23970,6 @@ var init_register_aggregate = __esmMin((() => {
 			} catch {
 				return false;
 			}
-		}
-		/** Adds to a root's failure that, once `complete` has registered it, this command writes its documents' receipts. */
-		#sayReceiptsAfterComplete(result) {
-			if (!isRootProtocolFailure(result)) return;
-			const then = "this being a Merkle root, once complete has registered it, run this same command with this store: it writes the documents' receipts from the record";
-			const { error } = result;
-			if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint}; ${then}` : then;
 		}
 		/**
 		* The receipt of a document under a root whose record the store could not
@@ -24813,6 +24812,7 @@ var retry_exports = /* @__PURE__ */ __exportAll({
 	Outage: () => Outage,
 	backoffDelay: () => backoffDelay,
 	isRetryable: () => isRetryable,
+	ofTheCall: () => ofTheCall,
 	outageTiming: () => outageTiming,
 	withRetries: () => withRetries
 });
@@ -26725,12 +26725,6 @@ function ofRefusedCall(renewal, refused) {
 	if (!refused.earlierAttemptMaybeProcessed) renewal.tokenRefusedFirst = true;
 	return renewal;
 }
-/** A call's failure after an attempt of it that may have been processed: not "not processed", and marked so. */
-function ofProcessedMaybe(error) {
-	if (error instanceof TransientError) error.notProcessed = false;
-	if (error instanceof NotarizeError) error.earlierAttemptMaybeProcessed = true;
-	return error;
-}
 var KEY_REFUSED, NO_LOGIN_THERE, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
 var init_credentials = __esmMin((() => {
 	init_retry();
@@ -26777,7 +26771,7 @@ var init_credentials = __esmMin((() => {
 			for (;;) try {
 				return await send(token, replaced);
 			} catch (caught) {
-				const error = processedMaybe ? ofProcessedMaybe(caught) : caught;
+				const error = processedMaybe ? ofTheCall(caught, true, true) : caught;
 				if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
 					token = await this.token();
 					replaced = "expired";

@@ -70,6 +70,14 @@ function isRootProtocolFailure(result: RootResult): result is { ok: false; error
   return !result.ok && 'error' in result && result.error instanceof ProtocolError;
 }
 
+/** Adds to a root's failure that, once `complete` has registered it, this command writes its documents' receipts. */
+function sayReceiptsAfterComplete(error: ProtocolError): void {
+  const then =
+    'this being a Merkle root, once complete has registered it, run this same command with this store: it writes ' +
+    "the documents' receipts from the record";
+  if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint}; ${then}` : then;
+}
+
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
   const refuse = (what: string, why: string) =>
@@ -1021,9 +1029,10 @@ export class Aggregator {
       const result = roots.get(root);
       if (result === undefined || this.#manifestsWritten.has(root)) continue;
       // Only what `complete` is said to finish: a failure before its completion (a manifest unwritten) is not.
-      const keptForComplete = !result.ok && isRootProtocolFailure(result) && this.#keptForComplete(root);
-      if (!result.ok && !keptForComplete) continue;
-      if (keptForComplete) this.#sayReceiptsAfterComplete(result);
+      if (isRootProtocolFailure(result)) {
+        if (!this.#keptForComplete(root)) continue;
+        sayReceiptsAfterComplete(result.error);
+      } else if (!result.ok) continue;
       try {
         await writeManifest(plan, tree, this.#options.io);
         this.#manifestsWritten.add(root);
@@ -1049,16 +1058,6 @@ export class Aggregator {
     } catch {
       return false; // A damaged file: its own error says so.
     }
-  }
-
-  /** Adds to a root's failure that, once `complete` has registered it, this command writes its documents' receipts. */
-  #sayReceiptsAfterComplete(result: RootResult): void {
-    if (!isRootProtocolFailure(result)) return;
-    const then =
-      'this being a Merkle root, once complete has registered it, run this same command with this store: it writes ' +
-      "the documents' receipts from the record";
-    const { error } = result;
-    if (!error.hint?.includes(then)) error.hint = error.hint ? `${error.hint}; ${then}` : then;
   }
 
   /**
